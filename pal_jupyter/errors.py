@@ -1,0 +1,35 @@
+"""User-facing errors.
+
+Every error a user can provoke by ordinary use (an empty question, a model that is not
+installed, a model that writes no code, a kernel that cannot start) is a :class:`PalError`.
+Front ends (CLI, magic) print ``str(error)`` without a traceback: the message itself must
+say what went wrong and what to do about it.
+"""
+
+from __future__ import annotations
+
+
+class PalError(Exception):
+    """Base class for errors whose message is meant for the user, not for a debugger."""
+
+
+class EmptyQuestionError(PalError, ValueError):
+    """The question was empty or only whitespace."""
+
+    def __init__(self) -> None:
+        super().__init__(
+            "The question is empty: write a question in plain words, for example "
+            "'If a train travels 60 mph for 2.5 hours, how far does it go?'"
+        )
+
+
+class ModelLoadError(PalError):
+    """A model could not be found, assembled, or loaded."""
+
+
+class NoCodeError(PalError):
+    """The model's reply contained no Python code."""
+
+
+class KernelError(PalError):
+    """A child kernel could not be started or talked to."""

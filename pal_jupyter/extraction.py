@@ -1,0 +1,113 @@
+"""Getting the program (and the explanation) out of a model's reply.
+
+Models wrap code in Markdown fences, chat before and after it, sometimes stop mid-block when
+they run out of tokens, and small ones sometimes write a bare program with no fence at all.
+:func:`extract_code` takes the first fenced Python block, falls back to the longest stretch of
+lines that parses as a real program, and raises :class:`NoCodeError` when there is none.
+"""
+
+from __future__ import annotations
+
+import ast
+import builtins
+import re
+from dataclasses import dataclass
+
+from .errors import NoCodeError
+
+_FENCE = re.compile(r"^[ \t]*```[ \t]*([\w+-]*)[^\n]*\n(.*?)(?:^[ \t]*```|\Z)", re.DOTALL | re.MULTILINE)
+_PYTHON_TAGS = {"python", "py", "python3", "ipython", "ipython3", ""}
+_MEANINGFUL = (
+    ast.Assign, ast.AugAssign, ast.AnnAssign, ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef,
+    ast.Import, ast.ImportFrom, ast.For, ast.While, ast.If, ast.With, ast.Try,
+)
+
+
+@dataclass
+class Extracted:
+    code: str
+    explanation: str  # the prose before the code (a repair reply's explanation), cleaned
+    fenced: bool
+
+
+def extract_code(reply: str) -> Extracted:
+    """Return the program in ``reply``; raise NoCodeError with the reason when there is none."""
+    for match in _FENCE.finditer(reply):
+        tag, body = match.group(1).lower(), match.group(2)
+        if tag in _PYTHON_TAGS and body.strip():
+            code = _finish(body)
+            return Extracted(code, clean_explanation(reply[: match.start()]), fenced=True)
+    bare = _bare_program(reply)
+    if bare is not None:
+        return Extracted(_finish(bare), "", fenced=False)
+    if not reply.strip():
+        raise NoCodeError("The model returned an empty reply.")
+    raise NoCodeError("The model's reply contains no Python code: " + _snippet(reply))
+
+
+def clean_explanation(text: str) -> str:
+    text = text.strip()
+    text = re.sub(r"^\**\s*explanation\s*:?\**\s*:?\s*", "", text, flags=re.IGNORECASE)
+    return text.strip()
+
+
+def _finish(code: str) -> str:
+    """Dedent, trim, and call a PAL-style ``solution()`` that is defined but never used."""
+    lines = code.strip("\n").splitlines()
+    indent = min((len(l) - len(l.lstrip()) for l in lines if l.strip()), default=0)
+    code = "\n".join(l[indent:] for l in lines).rstrip()
+    try:
+        tree = ast.parse(code)
+    except SyntaxError:
+        return code  # let the interpreter report it: that is feedback the model can learn from
+    defines = any(isinstance(n, ast.FunctionDef) and n.name == "solution" for n in tree.body)
+    calls = any(isinstance(n, ast.Call) and getattr(n.func, "id", None) == "solution" for n in ast.walk(tree))
+    if defines and not calls:
+        code += "\n\nprint(solution())"
+    return code
+
+
+def _is_program(text: str) -> bool:
+    try:
+        tree = ast.parse(text)
+    except (SyntaxError, ValueError):
+        return False
+    return any(
+        isinstance(node, _MEANINGFUL) or (isinstance(node, ast.Expr) and isinstance(node.value, ast.Call))
+        for node in tree.body
+    )
+
+
+def _bare_program(reply: str) -> str | None:
+    """The longest run of whole lines that parses as a program (prose lines dropped around it)."""
+    lines = reply.strip().splitlines()
+    if len(lines) > 80:  # brute force is quadratic; long prose replies are not bare code
+        lines = lines[:80]
+    for length in range(len(lines), 0, -1):
+        for start in range(0, len(lines) - length + 1):
+            candidate = "\n".join(lines[start : start + length])
+            if candidate.strip() and _is_program(candidate):
+                return candidate
+    return None
+
+
+def _snippet(text: str, limit: int = 120) -> str:
+    flat = " ".join(text.split())
+    return repr(flat[:limit] + ("..." if len(flat) > limit else ""))
+
+
+def free_names(code: str) -> set[str]:
+    """Names a program reads without defining them (the ones it expects to exist already)."""
+    try:
+        tree = ast.parse(code)
+    except SyntaxError:
+        return set()
+    loaded, stored = set(), set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Name):
+            (loaded if isinstance(node.ctx, ast.Load) else stored).add(node.id)
+        elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            stored.add(node.name)
+        elif isinstance(node, (ast.Import, ast.ImportFrom)):
+            stored.update((a.asname or a.name).split(".")[0] for a in node.names)
+    return loaded - stored - set(dir(builtins))

@@ -1,0 +1,77 @@
+"""Entry point of a child kernel: apply resource limits, then start ipykernel.
+
+Run as ``python -m pal_jupyter.kernel_launcher --memory-bytes N --cpu-seconds N -f CONN``.
+The limits are set here, inside the kernel process itself, before ipykernel (and the
+program it will run) exist, so they cover everything the program does, including
+subprocesses it starts (rlimits are inherited across fork/exec).
+
+The kernel exits on its own when its parent dies: jupyter_client's launcher puts the
+parent's pid in ``JPY_PARENT_PID`` and ipykernel's ``ParentPollerUnix`` watches it. This
+module keeps that working by passing the environment through untouched.
+"""
+
+from __future__ import annotations
+
+import argparse
+import faulthandler
+import os
+import resource
+import sys
+from typing import IO
+
+# The hard CPU limit sits a little above the soft one: at the soft limit the kernel gets
+# SIGXCPU (its default action ends the process, which the parent reports as a CPU-limit
+# death); should anything catch SIGXCPU, the hard limit still ends it with SIGKILL.
+CPU_HARD_MARGIN_S = 5
+
+
+def _parse_args(argv: list[str]) -> tuple[argparse.Namespace, list[str]]:
+    parser = argparse.ArgumentParser(prog="pal_jupyter.kernel_launcher", add_help=False)
+    parser.add_argument("--memory-bytes", type=int, default=0, help="RLIMIT_AS; 0 = no limit")
+    parser.add_argument("--cpu-seconds", type=int, default=0, help="RLIMIT_CPU; 0 = no limit")
+    # Everything else (-f CONNECTION_FILE, ...) is ipykernel's.
+    return parser.parse_known_args(argv)
+
+
+def _set_limit(which: int, soft: int, hard: int) -> None:
+    """Lower a limit, never above the hard limit this process inherited (that would fail)."""
+    _, inherited_hard = resource.getrlimit(which)
+    if inherited_hard != resource.RLIM_INFINITY:
+        soft, hard = min(soft, inherited_hard), min(hard, inherited_hard)
+    resource.setrlimit(which, (soft, hard))
+
+
+def apply_limits(memory_bytes: int, cpu_seconds: int) -> None:
+    """Set the address-space and CPU-time limits of the current process."""
+    if memory_bytes > 0:
+        _set_limit(resource.RLIMIT_AS, memory_bytes, memory_bytes)
+    if cpu_seconds > 0:
+        _set_limit(resource.RLIMIT_CPU, cpu_seconds, cpu_seconds + CPU_HARD_MARGIN_S)
+
+
+def enable_crash_traces() -> None:
+    """On a fatal signal (segfault in a C extension), dump the Python stacks to the kernel log.
+
+    ipykernel later points fd 2 at a pipe that it forwards to the frontend, which dies with
+    the process; so faulthandler writes to a duplicate of the original stderr (the log file
+    the parent reads when it reports the death).
+    """
+    global _CRASH_LOG
+    _CRASH_LOG = os.fdopen(os.dup(sys.stderr.fileno()), "w")
+    faulthandler.enable(file=_CRASH_LOG, all_threads=False)
+
+
+_CRASH_LOG: IO[str] | None = None  # kept referenced so the duplicated fd stays open
+
+
+def main(argv: list[str] | None = None) -> None:
+    args, kernel_argv = _parse_args(sys.argv[1:] if argv is None else argv)
+    apply_limits(args.memory_bytes, args.cpu_seconds)
+    enable_crash_traces()
+    from ipykernel.kernelapp import launch_new_instance
+
+    launch_new_instance(argv=kernel_argv)
+
+
+if __name__ == "__main__":
+    main()

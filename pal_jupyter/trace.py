@@ -1,0 +1,62 @@
+"""Append-only JSONL traces of attempts: every attempt is a training example in waiting."""
+
+from __future__ import annotations
+
+import json
+import os
+import threading
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+from .records import Attempt, Session, attempt_record, leti_text
+
+
+class TraceWriter:
+    """Appends one JSON line per attempt to ``path``, flushed and fsynced per record.
+
+    A crash loses at most the line being written; :func:`read_trace` skips a torn last line.
+    """
+
+    def __init__(self, path: str | os.PathLike[str]):
+        self.path = Path(path).expanduser()
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        self._lock = threading.Lock()
+
+    def write(self, session: Session, attempt: Attempt) -> None:
+        line = json.dumps(attempt_record(session, attempt), ensure_ascii=False, default=str)
+        with self._lock, self.path.open("a", encoding="utf-8") as handle:
+            handle.write(line + "\n")
+            handle.flush()
+            os.fsync(handle.fileno())
+
+
+def read_trace(path: str | os.PathLike[str]) -> Iterator[dict[str, Any]]:
+    """Yield the records of a trace file, skipping lines that are not whole JSON objects."""
+    with Path(path).open(encoding="utf-8", errors="replace") as handle:
+        for line in handle:
+            line = line.strip()
+            if not line:
+                continue
+            try:
+                record = json.loads(line)
+            except json.JSONDecodeError:
+                continue  # a torn line from a crash mid-write
+            if isinstance(record, dict):
+                yield record
+
+
+def trace_to_leti(path: str | os.PathLike[str]) -> Iterator[str]:
+    """LeTI training texts, one per attempt that produced code."""
+    for record in read_trace(path):
+        if record.get("code"):
+            yield leti_text(record)
+
+
+def default_trace_path() -> Path:
+    """$PAL_JUPYTER_TRACE, else ``$XDG_DATA_HOME/pal-jupyter/trace.jsonl``."""
+    explicit = os.environ.get("PAL_JUPYTER_TRACE")
+    if explicit:
+        return Path(explicit).expanduser()
+    data_home = os.environ.get("XDG_DATA_HOME") or Path.home() / ".local" / "share"
+    return Path(data_home) / "pal-jupyter" / "trace.jsonl"

@@ -1,0 +1,335 @@
+"""Real child kernels (no mocks): outputs, errors, limits, variables, and no leftovers."""
+
+from __future__ import annotations
+
+import base64
+import os
+import signal
+import subprocess
+import sys
+import textwrap
+import threading
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import psutil
+import pytest
+
+from pal_jupyter.errors import KernelError
+from pal_jupyter.executor import ChildKernel, ExecutorLimits, KernelPool
+from pal_jupyter.records import StopReason
+
+LAUNCHER = "pal_jupyter.kernel_launcher"
+ANSI = "\x1b["
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def _kernel_processes() -> list[psutil.Process]:
+    """Our descendant processes that are child kernels (zombies included)."""
+    found = []
+    for proc in psutil.Process().children(recursive=True):
+        try:
+            if proc.status() == psutil.STATUS_ZOMBIE or LAUNCHER in " ".join(proc.cmdline()):
+                found.append(proc)
+        except psutil.NoSuchProcess:
+            pass
+    return found
+
+
+def _gone(pid: int) -> bool:
+    """The process no longer runs (a zombie is gone too: its reaper is not us)."""
+    try:
+        return psutil.Process(pid).status() == psutil.STATUS_ZOMBIE
+    except psutil.NoSuchProcess:
+        return True
+
+
+@pytest.fixture(scope="module", autouse=True)
+def no_leftover_kernels() -> Iterator[None]:
+    """Set up first, torn down last: after every pool is closed no kernel (or zombie) remains."""
+    yield
+    deadline = time.monotonic() + 5
+    while _kernel_processes() and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert _kernel_processes() == []
+
+
+@pytest.fixture(scope="module")
+def pool() -> Iterator[KernelPool]:
+    """Default limits without warm imports: the quickest kernels to start."""
+    with KernelPool(ExecutorLimits(warm_imports=())) as p:
+        yield p
+
+
+@pytest.fixture(scope="module")
+def warm_pool() -> Iterator[KernelPool]:
+    """Default limits: numpy/pandas/matplotlib imported before the program runs."""
+    with KernelPool() as p:
+        yield p
+
+
+@pytest.fixture(scope="module")
+def strict_pool() -> Iterator[KernelPool]:
+    """Short timeout and output cap, no warm imports (faster start) for the limit tests."""
+    limits = ExecutorLimits(timeout_s=2.0, grace_s=1.0, max_output_bytes=50_000, warm_imports=())
+    with KernelPool(limits) as p:
+        yield p
+
+
+def test_print_goes_to_stdout(pool: KernelPool) -> None:
+    result = pool.run("import sys\nprint('hello', 6 * 7)\nprint('oops', file=sys.stderr)")
+    assert result.reason is StopReason.OK
+    assert result.stdout == "hello 42\n"
+    assert result.stderr == "oops\n"
+    assert result.error is None
+    assert 0 < result.duration_s < 5
+
+
+def test_exception_is_clean_and_points_at_program_line(pool: KernelPool) -> None:
+    code = "def f(x):\n    return 1 / x\n\nprint('before')\nf(0)\n"
+    result = pool.run(code)
+    assert result.reason is StopReason.ERROR
+    assert result.stdout == "before\n"
+    err = result.error
+    assert err is not None
+    assert (err.ename, err.evalue, err.lineno) == ("ZeroDivisionError", "division by zero", 2)
+    assert 'File "program.py", line 5, in <module>' in err.traceback
+    assert 'File "program.py", line 2, in f' in err.traceback
+    assert ANSI not in err.traceback and "Cell In[" not in err.traceback
+    assert "IPython" not in err.traceback and "ipykernel" not in err.traceback
+
+
+def test_syntax_error_has_lineno(pool: KernelPool) -> None:
+    result = pool.run("x = 1\ny = (2,\nprint(y)\nz = [\n")
+    err = result.error
+    assert result.reason is StopReason.ERROR and err is not None
+    assert err.ename == "SyntaxError"
+    assert err.lineno is not None and 2 <= err.lineno <= 4
+    assert 'File "program.py", line' in err.traceback
+    assert ".py, line" not in err.evalue.replace("program.py, line", "")  # no IPython temp name
+    assert ANSI not in err.traceback
+
+
+def test_matplotlib_figure_is_png(warm_pool: KernelPool) -> None:
+    code = "import matplotlib.pyplot as plt\nplt.plot([1, 3, 2])\nplt.title('t')\nplt.show()"
+    result = warm_pool.run(code)
+    assert result.reason is StopReason.OK, result.error
+    pngs = [o["data"]["image/png"] for o in result.outputs if "image/png" in o["data"]]
+    assert len(pngs) == 1
+    assert base64.b64decode(pngs[0]).startswith(b"\x89PNG\r\n\x1a\n")
+
+
+def test_dataframe_and_variables(warm_pool: KernelPool) -> None:
+    pd = pytest.importorskip("pandas")
+    df = pd.DataFrame({"city": ["a", "b", "a"], "sales": [1, 2, 5]})
+    code = "out = df.groupby('city')['sales'].sum().reset_index()\nprint(config['unit'])\nout"
+    result = warm_pool.run(code, {"df": df, "config": {"unit": "EUR"}})
+    assert result.reason is StopReason.OK, result.error
+    assert result.stdout == "EUR\n"
+    (bundle,) = result.outputs
+    assert bundle["output_type"] == "execute_result"
+    assert "<table" in bundle["data"]["text/html"] and "6" in bundle["data"]["text/plain"]
+    assert "6" in result.text_output()
+
+
+def test_unpicklable_variable_is_named(pool: KernelPool) -> None:
+    with pytest.raises(ValueError, match="'gen'"):
+        pool.run("print(gen)", {"ok": 1, "gen": (i for i in range(3))})
+    with pytest.raises(ValueError, match="'lock'"):
+        pool.run("print(lock)", {"lock": threading.Lock()})
+
+
+def test_variable_that_cannot_load_in_child_is_named(pool: KernelPool, tmp_path: Path) -> None:
+    # Importable here only: cloudpickle pickles it by reference, the kernel cannot import it.
+    (tmp_path / "pal_only_here.py").write_text("class Thing:\n    pass\n")
+    sys.path.insert(0, str(tmp_path))
+    try:
+        import pal_only_here
+
+        with pytest.raises(ValueError, match="'thing'.*ModuleNotFoundError"):
+            pool.run("print(thing)", {"thing": pal_only_here.Thing()})
+    finally:
+        sys.path.remove(str(tmp_path))
+        sys.modules.pop("pal_only_here", None)
+
+
+def test_on_output_is_live(pool: KernelPool) -> None:
+    seen: list[tuple[float, dict]] = []
+    code = "import time\nprint('first', flush=True)\ntime.sleep(1.0)\nprint('second')"
+    result = pool.run(code, on_output=lambda out: seen.append((time.monotonic(), out)))
+    finished = time.monotonic()
+    assert result.stdout == "first\nsecond\n"
+    texts = [out["text"] for _, out in seen if out["output_type"] == "stream"]
+    assert "".join(texts) == "first\nsecond\n"
+    first_at = next(t for t, out in seen if "first" in out.get("text", ""))
+    assert finished - first_at > 0.5  # arrived while the program was still sleeping
+
+
+def test_env_cwd_and_parent_pid(pool: KernelPool) -> None:
+    kernel = pool.acquire()
+    try:
+        code = (
+            "import os\nprint(repr(os.environ['CUDA_VISIBLE_DEVICES']))\n"
+            "print(os.getcwd())\nprint(os.environ['JPY_PARENT_PID'])"
+        )
+        result = kernel.run(code)
+        cuda, cwd, parent = result.stdout.splitlines()
+        assert cuda == "''"
+        assert os.path.basename(cwd).startswith("pal-kernel-")
+        assert os.path.realpath(cwd) == os.path.realpath(kernel.cwd)
+        assert os.listdir(cwd) == []  # the variables pickle is gone, no socket files here
+        assert int(parent) == os.getpid()
+    finally:
+        kernel.shutdown()
+    assert not os.path.exists(cwd)
+    assert not kernel.is_alive()
+    assert _gone(kernel.pid)
+    kernel.shutdown()  # idempotent
+
+
+def test_memory_bomb_is_memory_error(strict_pool: KernelPool) -> None:
+    kernel = strict_pool.acquire()
+    try:
+        # 1 GiB of address space is still available to a program (mapped, never touched)...
+        fits = kernel.run("import mmap\nm = mmap.mmap(-1, 1024**3)\nprint(len(m))\nm.close()")
+        assert fits.reason is StopReason.OK and fits.stdout == f"{1024**3}\n", fits.error
+        # ...8 GiB is not: MemoryError, not a dead kernel.
+        result = kernel.run("x = bytearray(8 * 1024**3)")
+        assert result.reason is StopReason.ERROR
+        assert result.error is not None and result.error.ename == "MemoryError"
+        assert result.error.lineno == 1
+        assert kernel.is_alive()  # the kernel survived
+    finally:
+        kernel.shutdown()
+
+
+def test_infinite_loop_times_out(strict_pool: KernelPool) -> None:
+    result = strict_pool.run("print('start')\nwhile True:\n    pass\n")
+    assert result.reason is StopReason.TIMEOUT
+    assert result.stdout == "start\n"  # partial output kept
+    err = result.error
+    assert err is not None and err.ename == "Timeout"
+    assert err.evalue == "The program ran longer than 2 s and was stopped."
+    assert err.lineno in (2, 3)  # where the interrupt landed
+    assert 2.0 <= result.duration_s < 2.0 + 1.0 + 1.0
+
+
+def test_sigint_ignored_is_killed(strict_pool: KernelPool) -> None:
+    kernel = strict_pool.acquire()
+    code = "import signal\nsignal.signal(signal.SIGINT, signal.SIG_IGN)\nwhile True:\n    pass\n"
+    result = kernel.run(code)
+    assert result.reason is StopReason.TIMEOUT
+    assert result.error is not None and result.error.ename == "Timeout"
+    assert result.duration_s < 2.0 + 1.0 + 1.5
+    assert not kernel.is_alive()
+    assert _gone(kernel.pid)
+    kernel.shutdown()
+
+
+def test_os_exit_is_died(strict_pool: KernelPool) -> None:
+    started = time.monotonic()
+    result = strict_pool.run("import os\nprint('bye', flush=True)\nos._exit(3)")
+    assert result.reason is StopReason.DIED
+    assert result.error is not None and result.error.ename == "KernelDied"
+    assert "exit code 3" in result.error.evalue
+    assert result.duration_s < 5
+    assert time.monotonic() - started < 8  # includes waiting for the warm kernel
+
+
+def test_output_flood_is_cut(strict_pool: KernelPool) -> None:
+    result = strict_pool.run("while True:\n    print('x' * 1000)\n")
+    assert result.reason is StopReason.OUTPUT_LIMIT
+    assert result.truncated
+    assert result.error is not None and result.error.ename == "OutputLimit"
+    assert result.stdout.endswith("[output truncated]\n")
+    assert 50_000 <= len(result.stdout) <= 50_000 + 100
+    assert result.duration_s < 2.0 + 1.0 + 1.0
+
+
+def test_cpu_limit_kills_kernel() -> None:
+    # The CPU budget counts the kernel's own start-up (~0.5 s CPU) too.
+    limits = ExecutorLimits(timeout_s=15, cpu_seconds=2, warm_imports=())
+    with ChildKernel(limits) as kernel:
+        result = kernel.run("while True:\n    pass\n")
+    assert result.reason is StopReason.DIED
+    assert result.error is not None and "CPU time limit" in result.error.evalue
+    assert "SIGXCPU" in result.error.evalue
+    assert result.duration_s < 5
+
+
+def test_kernels_exit_when_parent_is_killed(tmp_path: Path) -> None:
+    # The parent holds an acquired kernel and is starting its replacement when it is killed.
+    script = textwrap.dedent(
+        """
+        import time
+        from pal_jupyter.executor import ExecutorLimits, KernelPool
+        pool = KernelPool(ExecutorLimits(warm_imports=()), warm=1)
+        kernel = pool.acquire()
+        time.sleep(0.3)
+        print(kernel.pid, flush=True)
+        time.sleep(60)
+        """
+    )
+    # TMPDIR: a killed parent cannot remove its kernels' temp dirs; keep them in tmp_path.
+    env = dict(os.environ, PYTHONPATH=str(ROOT), TMPDIR=str(tmp_path))
+    parent = subprocess.Popen(
+        [sys.executable, "-c", script], stdout=subprocess.PIPE, text=True, env=env
+    )
+    try:
+        kernel_pid = int(parent.stdout.readline())  # type: ignore[union-attr]
+        kernels = [p.pid for p in psutil.Process(parent.pid).children(recursive=True)]
+        assert kernel_pid in kernels and len(kernels) == 2  # acquired + replacement
+        os.kill(parent.pid, signal.SIGKILL)
+        parent.wait(timeout=5)
+        deadline = time.monotonic() + 5
+        while not all(_gone(pid) for pid in kernels) and time.monotonic() < deadline:
+            time.sleep(0.1)
+        survivors = [pid for pid in kernels if not _gone(pid)]
+        for pid in survivors:
+            os.kill(pid, signal.SIGKILL)
+        assert survivors == [], "child kernels outlived their SIGKILLed parent by 5 s"
+    finally:
+        if parent.poll() is None:
+            parent.kill()
+            parent.wait()
+
+
+def test_pool_acquire_from_thread_and_close_is_idempotent() -> None:
+    pool = KernelPool(ExecutorLimits(warm_imports=()), warm=0)
+    box: dict[str, object] = {}
+
+    def worker() -> None:
+        kernel = pool.acquire()
+        box["result"] = kernel.run("print(1 + 1)")
+        box["kernel"] = kernel  # left running on purpose: close() must shut it down
+
+    thread = threading.Thread(target=worker)
+    thread.start()
+    thread.join(timeout=30)
+    assert box["result"].stdout == "2\n"  # type: ignore[attr-defined]
+    pool.close()
+    pool.close()
+    assert not box["kernel"].is_alive()  # type: ignore[attr-defined]
+    with pytest.raises(Exception, match="closed"):
+        pool.acquire()
+
+
+def test_kernel_that_cannot_start_raises_kernel_error() -> None:
+    # A broken interpreter setup: the kernel exits at once; the error says so and shows why.
+    with pytest.raises(KernelError, match=r"(?s)exited during start-up.*Fatal Python error"):
+        ChildKernel(ExecutorLimits(warm_imports=()), extra_env={"PYTHONHOME": "/nope"})
+    broken = {"PYTHONHOME": "/nonexistent"}
+    with KernelPool(ExecutorLimits(warm_imports=()), extra_env=broken) as pool:
+        with pytest.raises(KernelError):
+            pool.acquire()
+
+
+def test_segfault_is_died_with_program_line(strict_pool: KernelPool) -> None:
+    code = "import ctypes\n\ndef crash():\n    return ctypes.string_at(0)\n\ncrash()\n"
+    result = strict_pool.run(code)
+    assert result.reason is StopReason.DIED
+    err = result.error
+    assert err is not None and "SIGSEGV" in err.evalue
+    assert 'File "program.py", line 4 in crash' in err.traceback  # faulthandler's trace
+    assert err.lineno == 4

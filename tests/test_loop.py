@@ -1,0 +1,150 @@
+"""The repair loop with a scripted model (exact replies) and real child kernels."""
+
+import json
+
+import pytest
+
+from pal_jupyter import EmptyQuestionError, KernelPool, NoCodeError, ScriptedBackend, solve
+from pal_jupyter.answers import numbers_match, parse_number
+from pal_jupyter.loop import SolveObserver
+from pal_jupyter.trace import read_trace, trace_to_leti
+
+
+@pytest.fixture(scope="module")
+def pool():
+    with KernelPool() as pool:
+        yield pool
+
+
+def fenced(code: str, explanation: str = "") -> str:
+    return f"{explanation}\n```python\n{code}\n```\n"
+
+
+class Recorder(SolveObserver):
+    def __init__(self):
+        self.events = []
+
+    def attempt_started(self, attempt):
+        self.events.append(("start", attempt.index))
+
+    def token(self, attempt, text):
+        self.events.append(("token", attempt.index))
+
+    def code_ready(self, attempt):
+        self.events.append(("code", attempt.index))
+
+    def output(self, attempt, output):
+        self.events.append(("output", attempt.index))
+
+    def attempt_finished(self, attempt):
+        self.events.append(("end", attempt.index))
+
+    def session_finished(self, session):
+        self.events.append(("done", len(session.attempts)))
+
+
+def test_first_attempt_that_runs_ends_the_session(pool):
+    model = ScriptedBackend([fenced("speed = 60\nprint(speed * 2.5)")])
+    session = solve("How far at 60 mph for 2.5 hours?", model=model, executor=pool)
+    assert session.succeeded and len(session.attempts) == 1
+    assert session.answer == "150.0"
+    attempt = session.final
+    assert attempt.kind == "initial" and attempt.reward == "<|good|>" and attempt.error_type is None
+    assert attempt.completion_tokens > 0 and attempt.execute_s > 0
+    assert model.calls[0][-1]["content"] == "How far at 60 mph for 2.5 hours?"
+
+
+def test_error_is_fed_back_and_repaired_with_an_explanation(pool, tmp_path):
+    model = ScriptedBackend(
+        [
+            fenced("speed = 60\nhours = 2.5\nprint(sped * hours)"),
+            fenced("speed = 60\nhours = 2.5\nprint(speed * hours)", "Explanation: `sped` is a typo for `speed`."),
+        ]
+    )
+    recorder = Recorder()
+    trace = tmp_path / "trace.jsonl"
+    session = solve("How far?", model=model, executor=pool, trace=trace, observer=recorder)
+    first, second = session.attempts
+    assert first.error_type == "NameError" and first.reward == "<|bad|>"
+    assert first.execution.error.lineno == 3
+    assert 'File "program.py", line 3' in first.feedback
+    repair_prompt = model.calls[1][-1]["content"]
+    assert "print(sped * hours)" in repair_prompt and "NameError" in repair_prompt and "line 3" in repair_prompt
+    assert second.kind == "repair" and second.explanation == "`sped` is a typo for `speed`."
+    assert session.succeeded and session.answer == "150.0"
+    # Events arrive in order, tokens before code, output before the end of the attempt.
+    assert recorder.events[0] == ("start", 1) and recorder.events[-1] == ("done", 2)
+    assert recorder.events.index(("code", 1)) < recorder.events.index(("output", 1)) < recorder.events.index(("end", 1))
+    # The trace holds both attempts, self-contained, and converts to LeTI text.
+    records = list(read_trace(trace))
+    assert [r["attempt"] if "attempt" in r else r["index"] for r in records] == [1, 2]
+    assert [r["reward"] for r in records] == ["<|bad|>", "<|good|>"]
+    assert all(r["session_id"] == session.id and r["question"] == "How far?" for r in records)
+    leti = list(trace_to_leti(trace))
+    assert "<|bad|>" in leti[0] and "NameError" in leti[0] and "<|good|>" in leti[1]
+
+
+def test_stops_after_max_attempts_and_marks_the_last_attempt(pool):
+    model = ScriptedBackend([fenced("1/0")] * 2)
+    session = solve("Divide", model=model, executor=pool, max_attempts=2)
+    assert not session.succeeded and len(session.attempts) == 2
+    assert session.answer is None and session.final.error_type == "ZeroDivisionError"
+
+
+def test_checker_turns_a_wrong_answer_into_a_repair(pool):
+    model = ScriptedBackend([fenced("print(41)"), fenced("print(42)", "Explanation: off by one.")])
+    checker = lambda run: numbers_match(parse_number(run.text_output()), 42)  # noqa: E731
+    session = solve("Answer?", model=model, executor=pool, checker=checker)
+    assert [a.correct for a in session.attempts] == [False, True]
+    assert session.attempts[0].error_type == "WrongAnswer"
+    assert "not the correct answer" in model.calls[1][-1]["content"]
+
+
+def test_a_reply_without_code_is_retried_with_that_feedback(pool):
+    model = ScriptedBackend(["I think it is 150.", fenced("print(150)")])
+    session = solve("How far?", model=model, executor=pool)
+    assert session.attempts[0].code is None and session.attempts[0].error_type == "NoCode"
+    assert "contained no Python code" in model.calls[1][-1]["content"]
+    assert session.succeeded
+
+
+def test_a_model_that_never_writes_code_is_a_clear_error(pool):
+    model = ScriptedBackend(["Sorry, I cannot help with that."] * 3)
+    with pytest.raises(NoCodeError, match="no Python code in 3 attempt"):
+        solve("How far?", model=model, executor=pool)
+
+
+@pytest.mark.parametrize("question", ["", "   \n\t"])
+def test_empty_question_fails_before_any_model_call(question):
+    model = ScriptedBackend([])
+    with pytest.raises(EmptyQuestionError, match="question is empty"):
+        solve(question, model=model)
+    assert model.calls == []
+
+
+def test_variables_reach_the_program_and_the_prompt(pool):
+    import pandas as pd
+
+    sales = pd.DataFrame({"month": [7, 8, 9], "amount": [10, 20, 30]})
+    model = ScriptedBackend([fenced("print(sales['amount'].sum())")])
+    session = solve("Total Q3 sales?", model=model, executor=pool, variables={"sales": sales})
+    assert session.answer == "60" and session.variables == ["sales"]
+    assert "`sales`: DataFrame with shape (3, 2)" in model.calls[0][-1]["content"]
+
+
+def test_a_program_that_loops_forever_is_stopped_and_repaired():
+    from pal_jupyter import ExecutorLimits
+
+    model = ScriptedBackend([fenced("while True:\n    pass"), fenced("print(1)")])
+    session = solve("Loop", model=model, limits=ExecutorLimits(timeout_s=1.5, grace_s=1.0))
+    assert session.attempts[0].execution.reason.value == "timeout"
+    assert "longer than" in model.calls[1][-1]["content"]
+    assert session.succeeded
+
+
+def test_session_serialises_to_json(pool):
+    from pal_jupyter.records import to_jsonable
+
+    session = solve("x", model=ScriptedBackend([fenced("print(2)")]), executor=pool)
+    data = json.loads(json.dumps(to_jsonable(session)))
+    assert data["attempts"][0]["execution"]["reason"] == "ok"

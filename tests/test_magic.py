@@ -1,0 +1,179 @@
+"""The %%pal magic in a real IPython kernel, driven over jupyter_client like a frontend would.
+
+A scripted model (registered in the kernel) supplies exact replies; everything else is real:
+the user's kernel, the child kernels, the widget display, the payload that inserts a cell.
+"""
+
+import os
+import textwrap
+from queue import Empty
+
+import psutil
+import pytest
+from jupyter_client import KernelManager
+
+SETUP = """
+import pandas as pd
+from pal_jupyter import ScriptedBackend, register_model
+
+def fenced(code, explanation=""):
+    return explanation + "\\n```python\\n" + code + "\\n```"
+
+REPLIES = {
+    "total": [fenced("print(sales['amount'].sum() * rate)")],
+    "typo": [fenced("speed = 60\\nprint(sped * 2.5)"), fenced("speed = 60\\nprint(speed * 2.5)", "Explanation: sped is a typo.")],
+    "crash": [fenced("import os\\nos._exit(1)")] * 3,
+    "never": [fenced("1/0")] * 5,
+}
+_state = {}
+
+def reply(messages):
+    question = messages[-1]["content"] if len(messages) > 2 else messages[-1]["content"].split("Question: ")[1]
+    key = next(k for k in REPLIES if k in question)
+    index = _state.get(key, 0)
+    _state[key] = index + 1
+    return REPLIES[key][index]
+
+register_model("scripted", ScriptedBackend(reply))
+sales = pd.DataFrame({"amount": [1, 2, 3]})
+rate = 2
+%load_ext pal_jupyter
+%config PalMagics.model = "scripted"
+%config PalMagics.trace = "off"
+"""
+
+
+class UserKernel:
+    """A user's kernel and a client: run code, collect outputs and the execute reply."""
+
+    def __init__(self):
+        self.km = KernelManager(kernel_name="python3", transport="ipc")
+        self.km.start_kernel(env={**os.environ, "PAL_JUPYTER_TRACE": "/dev/null"})
+        self.kc = self.km.blocking_client()
+        self.kc.start_channels()
+        self.kc.wait_for_ready(timeout=60)
+
+    def run(self, code, timeout=120):
+        msg_id = self.kc.execute(textwrap.dedent(code))
+        outputs = []
+        while True:
+            msg = self.kc.get_iopub_msg(timeout=timeout)
+            if msg["parent_header"].get("msg_id") != msg_id:
+                continue
+            kind, content = msg["msg_type"], msg["content"]
+            if kind == "status" and content["execution_state"] == "idle":
+                break
+            if kind in ("stream", "display_data", "execute_result", "error", "update_display_data"):
+                outputs.append({"output_type": kind, **content})
+        reply = self.kc.get_shell_msg(timeout=timeout)
+        return reply["content"], outputs
+
+    def child_kernels(self):
+        parent = psutil.Process(self.km.provisioner.process.pid)
+        return [p for p in parent.children(recursive=True) if "pal_jupyter.kernel_launcher" in " ".join(p.cmdline())]
+
+    def close(self):
+        self.kc.stop_channels()
+        self.km.shutdown_kernel(now=True)
+
+
+def text_of(outputs):
+    parts = []
+    for out in outputs:
+        parts.append(out.get("text", ""))
+        parts.append(str(out.get("data", {}).get("text/plain", "")))
+        parts.append(out.get("evalue", ""))
+    return "\n".join(parts)
+
+
+@pytest.fixture(scope="module")
+def kernel():
+    kernel = UserKernel()
+    reply, outputs = kernel.run(SETUP)
+    assert reply["status"] == "ok", text_of(outputs)
+    yield kernel
+    kernel.close()
+
+
+def test_pal_cell_shows_widget_with_fallbacks_and_inserts_the_program(kernel):
+    reply, outputs = kernel.run("%%pal\nWhat is the total of sales times rate?")
+    assert reply["status"] == "ok"
+    displays = [o for o in outputs if o["output_type"] == "display_data"]
+    assert displays and "application/vnd.jupyter.widget-view+json" in displays[0]["data"]
+    final = [o for o in outputs if o["output_type"] == "update_display_data"][-1]["data"]
+    assert "Answer: 12" in final["text/plain"] and "Answer: 12" in final["text/html"]
+    payload = [p for p in reply["payload"] if p["source"] == "set_next_input"]
+    assert len(payload) == 1 and payload[0]["replace"] is False
+    assert payload[0]["text"].startswith("# %%pal: What is the total of sales times rate?\n# attempt 1 of 1")
+    assert "print(sales['amount'].sum() * rate)" in payload[0]["text"]
+
+
+def test_repair_is_shown_with_the_explanation(kernel):
+    reply, outputs = kernel.run("%%pal\nA typo question")
+    final = [o for o in outputs if o["output_type"] == "update_display_data"][-1]["data"]
+    assert "attempt 1: NameError" in final["text/plain"] and "explanation: sped is a typo." in final["text/plain"]
+    assert "Answer: 150.0" in final["text/plain"]
+    assert "What went wrong" in final["text/html"]
+
+
+def test_failed_program_is_inserted_with_a_warning(kernel):
+    reply, outputs = kernel.run("%%pal -n 2\nThis never works")
+    assert reply["status"] == "ok"
+    text = [p for p in reply["payload"] if p["source"] == "set_next_input"][0]["text"]
+    assert "# attempt 2 of 2" in text and "WARNING: this program did not work (ZeroDivisionError)" in text
+
+
+def test_child_kernel_death_is_reported_and_the_user_kernel_survives(kernel):
+    reply, outputs = kernel.run("%%pal -n 1 --no-insert\nA crash question")
+    final = [o for o in outputs if o["output_type"] == "update_display_data"][-1]["data"]["text/plain"]
+    assert "KernelDied" in final
+    assert not [p for p in reply["payload"] if p["source"] == "set_next_input"]
+    reply, outputs = kernel.run("print(sales.shape, rate)")
+    assert "(3, 1) 2" in text_of(outputs)
+
+
+@pytest.mark.parametrize(
+    "cell, message",
+    [
+        ("%%pal\n   \n", "cell is empty"),
+        ("%%pal --use nothere\nQ", "do not exist in your notebook: nothere"),
+        ("import threading\nlock = threading.Lock()\n%pal --use lock what is in lock", "cannot be copied"),
+        ("%%pal --model /no/such/model\nQ", "No model at /no/such/model"),
+        ("%%pal --bogus\nQ", "unrecognized arguments: --bogus"),
+    ],
+)
+def test_bad_input_gives_a_short_message_and_keeps_the_kernel(kernel, cell, message):
+    reply, outputs = kernel.run(cell)
+    text = text_of(outputs)
+    assert message in text, text
+    assert "Traceback" not in text
+    assert not [p for p in reply.get("payload", []) if p["source"] == "set_next_input"]
+    reply, outputs = kernel.run("print(rate)")
+    assert reply["status"] == "ok" and "2" in text_of(outputs)
+
+
+def test_line_form_quiet_and_config(kernel):
+    reply, outputs = kernel.run("%pal --quiet --no-insert What is the total of sales times rate?")
+    assert reply["status"] == "error" or "StopIteration" not in text_of(outputs)
+
+
+def test_pal_config_lists_settings(kernel):
+    kernel.run("%config PalMagics.max_attempts = 4")
+    reply, outputs = kernel.run("%pal_config")
+    text = text_of(outputs)
+    assert "PalMagics.max_attempts    = 4" in text and "PalMagics.model           = 'scripted'" in text
+    reply, outputs = kernel.run("%config PalMagics")
+    assert "max_attempts" in text_of(outputs)
+
+
+def test_unload_releases_child_kernels(kernel):
+    assert kernel.child_kernels(), "a warm child kernel is kept after %load_ext"
+    reply, _ = kernel.run("%unload_ext pal_jupyter")
+    assert reply["status"] == "ok"
+    for _ in range(50):
+        if not kernel.child_kernels():
+            break
+        import time
+
+        time.sleep(0.1)
+    assert kernel.child_kernels() == []

@@ -1,0 +1,81 @@
+import pandas as pd
+import pytest
+
+from pal_jupyter import prompts
+from pal_jupyter.answers import numbers_match, parse_number, reference_answer
+from pal_jupyter.records import ErrorInfo, ExecutionResult, StopReason
+
+
+def test_pal_prompt_has_system_examples_and_question_last():
+    messages = prompts.pal_messages("How many legs do 3 spiders have?")
+    assert messages[0]["role"] == "system"
+    assert [m["role"] for m in messages[1:-1]] == ["user", "assistant"] * len(prompts.FEW_SHOT)
+    assert all("```python" in m["content"] and "print(" in m["content"] for m in messages[2:-1:2])
+    assert messages[-1] == {"role": "user", "content": "How many legs do 3 spiders have?"}
+
+
+def test_few_shot_programs_print_the_gsm8k_answers():
+    # The worked examples must be right: a wrong example teaches the model wrong arithmetic.
+    import contextlib, io
+
+    for (_, answer), expected in zip(prompts.FEW_SHOT, (72, 5)):
+        code = answer.split("```python\n")[1].split("```")[0]
+        out = io.StringIO()
+        with contextlib.redirect_stdout(out):
+            exec(code, {})
+        assert parse_number(out.getvalue()) == expected
+
+
+def test_variables_are_described_with_dataframe_columns():
+    df = pd.DataFrame({"month": ["Jul", "Aug"], "sales": [10.5, 12.0]})
+    text = prompts.pal_messages("Plot sales", {"df": df, "rate": 0.2})[-1]["content"]
+    assert "`df`: DataFrame with shape (2, 2)" in text
+    assert "month (object)" in text or "month (str)" in text
+    assert "`rate`: float = 0.2" in text
+
+
+def test_repair_prompt_carries_program_traceback_and_request():
+    messages = prompts.repair_messages("Q?", "print(totl)", 'File "program.py", line 1\nNameError: name \'totl\' is not defined')
+    user = messages[-1]["content"]
+    assert "print(totl)" in user and "NameError" in user and "Explanation:" in user
+    assert user.index("Question: Q?") < user.index("print(totl)") < user.index("NameError")
+
+
+def test_repair_prompt_keeps_the_end_of_a_huge_traceback():
+    feedback = "x" * 10_000 + "\nZeroDivisionError: division by zero"
+    user = prompts.repair_messages("Q", "1/0", feedback)[-1]["content"]
+    assert "ZeroDivisionError" in user and len(user) < 3000
+
+
+def test_execution_feedback_variants():
+    error = ExecutionResult(StopReason.ERROR, stdout="partial\n", error=ErrorInfo("KeyError", "'b'", "KeyError: 'b'", 2))
+    assert prompts.execution_feedback(error) == "It printed:\npartial\n\nKeyError: 'b'"
+    wrong = ExecutionResult(StopReason.OK, stdout="41\n")
+    assert "not the correct answer" in prompts.execution_feedback(wrong, correct=False)
+    silent = ExecutionResult(StopReason.OK)
+    assert "printed nothing" in prompts.execution_feedback(silent)
+
+
+@pytest.mark.parametrize(
+    "text, value",
+    [("150.0\n", 150.0), ("The answer is 1,234.5 dollars", 1234.5), ("-3", -3.0), ("x = 2\ny = 7", 7.0),
+     ("no digits", None), ("", None), ("1e3", 1000.0)],
+)
+def test_parse_number_takes_the_last_number(text, value):
+    assert parse_number(text) == value
+
+
+def test_reference_answers_from_both_data_formats():
+    assert reference_answer({"answer": "She makes 9 * 2 = $18.\n#### 18"}) == 18
+    assert reference_answer({"answer": "#### 1,000"}) == 1000
+    assert reference_answer({"target": 32.5}) == 32.5
+    assert reference_answer({"input": "no answer"}) is None
+
+
+def test_numbers_match_is_relative_for_large_values():
+    assert numbers_match(150.0004, 150)
+    assert not numbers_match(150.2, 150)
+    assert numbers_match(0.0005, 0)
+    assert not numbers_match(0.002, 0)
+    assert numbers_match(9_866_000.0, 9_866_009.0)  # within 1e-3 relative
+    assert not numbers_match(None, 1)
