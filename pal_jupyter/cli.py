@@ -131,6 +131,11 @@ def build_parser() -> argparse.ArgumentParser:
     leti.add_argument("trace")
 
     commands.add_parser("models", help="list the offline presets and whether they are installed")
+
+    report = commands.add_parser("report", help="build a teacher's HTML report from a folder of class logs")
+    report.add_argument("logdir", help="folder of per-student JSONL class logs (TeacherPolicy.log_dir)")
+    report.add_argument("--out", default="report.html", help="HTML file to write (default: report.html)")
+    report.add_argument("--no-progress", action="store_true", help="no progress bar while reading logs")
     return parser
 
 
@@ -206,10 +211,18 @@ def cmd_models(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_report(args: argparse.Namespace) -> int:
+    from .report import build_report  # pandas and matplotlib load only for this command
+
+    print(build_report(args.logdir, args.out, progress=not args.no_progress))
+    return 0
+
+
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     logging.basicConfig(level=logging.INFO if args.verbose else logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
-    handler = {"ask": cmd_ask, "bench": cmd_bench, "leti": cmd_leti, "models": cmd_models}[args.command]
+    handler = {"ask": cmd_ask, "bench": cmd_bench, "leti": cmd_leti, "models": cmd_models,
+               "report": cmd_report}[args.command]
     try:
         return handler(args)
     except PalError as exc:

@@ -33,3 +33,10 @@ class NoCodeError(PalError):
 
 class KernelError(PalError):
     """A child kernel could not be started or talked to."""
+
+
+# ---------------------------------------------------------------- classroom: teacher policy
+
+
+class PolicyError(PalError):
+    """A notebook tried to change a setting that the teacher's policy locks, or to set a bad value."""

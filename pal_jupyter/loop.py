@@ -93,7 +93,8 @@ def solve(
             observer.attempt_finished(attempt)
             if attempt.good:
                 break
-            messages = prompts.repair_messages(question, attempt.code, attempt.feedback, variables)
+            repeated = any(a.code == attempt.code for a in session.attempts[:-1] if a.code is not None)
+            messages = prompts.repair_messages(question, attempt.code, attempt.feedback, variables, repeated=repeated)
     observer.session_finished(session)
     if not any(a.code is not None for a in session.attempts):
         raise NoCodeError(
@@ -134,7 +135,7 @@ def _run_attempt(
     attempt.answer = _last_line(result.text_output())
     if checker is not None and result.ok:
         attempt.correct = bool(checker(result))
-    attempt.feedback = prompts.execution_feedback(result, attempt.correct)
+    attempt.feedback = prompts.execution_feedback(result, attempt.correct, attempt.code)
     return attempt
 
 

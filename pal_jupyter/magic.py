@@ -66,6 +66,8 @@ class PalMagics(Magics):
     run_inserted = Bool(False, help="Run the inserted cell in your kernel (it has side effects).").tag(config=True)
     auto_variables = Bool(True, help="Copy in data variables that the question or program names.").tag(config=True)
     preload = Bool(False, help="Load the model in the background as soon as the extension loads.").tag(config=True)
+    freeze = Bool(False, help="When a question is done, replace the live widget by static HTML "
+                           "(for notebooks exported with nbconvert, which cannot render live widgets).").tag(config=True)
     trace = Unicode("", help="JSONL trace of every attempt: '' = the default path, 'off' = none.").tag(config=True)
 
     def __init__(self, shell: Any = None, **kwargs: Any):
@@ -131,8 +133,9 @@ class PalMagics(Magics):
         """Answer a question with a program written by a local model, run in an isolated kernel.
 
         Cell form: options on the %%pal line, the question in the cell body. Line form:
-        ``%pal What is 17% of 250?``. Failed programs are explained and repaired; the final
-        program is inserted as a new cell below.
+        ``%pal What is 17% of 250`` (no final "?": IPython reads that as a help request).
+        Failed programs are explained and repaired; the final program is inserted as a new
+        cell below.
         """
         args = parse_argstring(self.pal, line)
         question = (cell if cell is not None else " ".join(args.question)).strip()
@@ -163,6 +166,8 @@ class PalMagics(Magics):
         session = None
         try:
             pool = self.pool(self.limits(args.timeout))
+            if isinstance(widget, PalWidget):
+                widget.set_status(f"loading the model {model_name!r} (the first time takes longer) ...")
             backend = load_model(model_name, device=self.device, dtype=self.dtype)
             session = solve(
                 question, model=backend, executor=pool,
@@ -187,6 +192,8 @@ class PalMagics(Magics):
             self._insert(session, origin, run=args.run or self.run_inserted)
         if isinstance(widget, PalWidget):
             widget.enable_insert_buttons(self.link.available and origin is not None)
+            if self.freeze:
+                widget.freeze()
 
     def _insert(self, session: Session, origin: str | None, run: bool) -> None:
         insertion = cells.insert_program(self.shell, self.link, session, origin, run=run)

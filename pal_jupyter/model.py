@@ -79,11 +79,18 @@ class ScriptedBackend:
     """A backend that replies with prepared completions, in order.
 
     ``replies`` is a list of strings, or a function from the messages to a string. Each reply
-    is streamed word by word like a real model. Every prompt received is kept in ``calls``.
+    is streamed word by word like a real model, ``token_delay_s`` apart (a typing pace for
+    classroom demos and UI tests). Every prompt received is kept in ``calls``.
     """
 
-    def __init__(self, replies: Iterable[str] | Callable[[Sequence[ChatMessage]], str], name: str = "scripted"):
+    def __init__(
+        self,
+        replies: Iterable[str] | Callable[[Sequence[ChatMessage]], str],
+        name: str = "scripted",
+        token_delay_s: float = 0.0,
+    ):
         self.name = name
+        self.token_delay_s = token_delay_s
         self._reply = replies if callable(replies) else iter(list(replies)).__next__
         self._callable = callable(replies)
         self.calls: list[list[ChatMessage]] = []
@@ -102,6 +109,8 @@ class ScriptedBackend:
             raise RuntimeError("ScriptedBackend ran out of replies") from None
         chunks = re.findall(r"\S+\s*|\s+", text)
         for chunk in chunks:
+            if self.token_delay_s:
+                time.sleep(self.token_delay_s)
             if on_token:
                 on_token(chunk)
         prompt_words = sum(len(m["content"].split()) for m in messages)

@@ -9,6 +9,10 @@ interpreter's error text).
 
 from __future__ import annotations
 
+import ast
+import difflib
+import re
+import textwrap
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -59,14 +63,16 @@ MAX_FEEDBACK_CHARS = 2000  # keep the prompt short: the end of a traceback says 
 
 
 def describe_variables(variables: Mapping[str, Any]) -> str:
-    """One line per variable the program can use, with shape and columns for DataFrames."""
+    """One entry per variable the program can use: type, shape, columns and, for tables, the
+    first rows (a model that sees '2026-07' in a column writes a filter that matches it)."""
     lines = []
     for name, value in variables.items():
         kind = type(value).__name__
         detail = ""
-        if hasattr(value, "columns") and hasattr(value, "shape"):
+        if hasattr(value, "columns") and hasattr(value, "shape") and hasattr(value, "head"):
             cols = ", ".join(f"{c} ({t})" for c, t in zip(value.columns, getattr(value, "dtypes", [])))
-            detail = f" with shape {value.shape} and columns: {cols}"
+            preview = textwrap.indent(value.head(3).to_string(max_colwidth=30), "    ")
+            detail = f" with shape {value.shape} and columns: {cols}\n  first rows:\n{preview}"
         elif hasattr(value, "shape"):
             detail = f" with shape {value.shape}"
         elif isinstance(value, (int, float, str, bool)):
@@ -101,8 +107,14 @@ def repair_messages(
     program: str | None,
     feedback: str,
     variables: Mapping[str, Any] | None = None,
+    *,
+    repeated: bool = False,
 ) -> list[ChatMessage]:
-    """The prompt after a failed attempt: question, failed program, interpreter feedback."""
+    """The prompt after a failed attempt: question, failed program, interpreter feedback.
+
+    ``repeated``: the last "correction" was the same program as before. Saying so changes the
+    prompt, which matters with greedy decoding: the same prompt would get the same reply again.
+    """
     if len(feedback) > MAX_FEEDBACK_CHARS:
         feedback = "...\n" + feedback[-MAX_FEEDBACK_CHARS:]
     parts = [f"Question: {_question_text(question, variables)}"]
@@ -111,6 +123,9 @@ def repair_messages(
     else:
         parts.append(f"This program was written to answer it:\n```python\n{program}\n```")
     parts.append(f"Running it gave this result:\n```text\n{feedback.rstrip()}\n```")
+    if repeated:
+        parts.append("This program is unchanged from the previous attempt, which failed the same way. "
+                     "Change the line the error points at.")
     parts.append(REPAIR_REQUEST)
     return [{"role": "system", "content": SYSTEM}, {"role": "user", "content": "\n\n".join(parts)}]
 
@@ -120,14 +135,18 @@ def render_for_trace(messages: Sequence[ChatMessage]) -> str:
     return "\n\n".join(f"<|{m['role']}|>\n{m['content']}" for m in messages)
 
 
-def execution_feedback(result: ExecutionResult, correct: bool | None = None, output_limit: int = 600) -> str:
+def execution_feedback(
+    result: ExecutionResult, correct: bool | None = None, code: str | None = None, output_limit: int = 600
+) -> str:
     """What the interpreter 'said' about a run, as text for the repair prompt and the trace."""
     printed = result.text_output().strip()
     if len(printed) > output_limit:
         printed = printed[:output_limit] + " ...[cut]"
     if result.error is not None:
         head = f"It printed:\n{printed}\n\n" if printed else ""
-        return head + (result.error.traceback.strip() or f"{result.error.ename}: {result.error.evalue}")
+        error = result.error.traceback.strip() or f"{result.error.ename}: {result.error.evalue}"
+        suggestion = name_suggestion(result.error.ename, result.error.evalue, code)
+        return head + error + (f"\n{suggestion}" if suggestion else "")
     if not result.ok:
         return f"The run stopped: {result.reason.value}."
     if correct is False:
@@ -135,3 +154,20 @@ def execution_feedback(result: ExecutionResult, correct: bool | None = None, out
     if not printed and not result.outputs:
         return "The program ran but printed nothing. Print the answer."
     return f"The program ran and printed:\n{printed}" if printed else "The program ran without errors."
+
+
+def name_suggestion(ename: str, evalue: str, code: str | None) -> str | None:
+    """Python's own "Did you mean ...?" for a misspelt name, which IPython's tracebacks omit."""
+    if ename != "NameError" or not code:
+        return None
+    match = re.search(r"name '(\w+)' is not defined", evalue)
+    if not match:
+        return None
+    try:
+        tree = ast.parse(code)
+    except SyntaxError:
+        return None
+    known = {n.id for n in ast.walk(tree) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store)}
+    known |= {n.name for n in ast.walk(tree) if isinstance(n, (ast.FunctionDef, ast.ClassDef))}
+    close = difflib.get_close_matches(match.group(1), sorted(known), n=1, cutoff=0.6)
+    return f"Did you mean: '{close[0]}'?" if close else None

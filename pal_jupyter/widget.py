@@ -197,6 +197,13 @@ class PalWidget(SolveObserver):
 
         self._display = display(self.mimebundle(), raw=True, display_id=True)
 
+    def freeze(self) -> None:
+        """Replace the live widget by its static HTML and text (what exports can show)."""
+        if self._display is not None:
+            bundle = {k: v for k, v in self.mimebundle().items() if k in ("text/plain", "text/html")}
+            self._display.update(bundle, raw=True)
+            self._display = None
+
     def _refresh_fallback(self) -> None:
         if self._display is not None:
             self._display.update(self.mimebundle(), raw=True)

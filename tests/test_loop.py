@@ -148,3 +148,11 @@ def test_session_serialises_to_json(pool):
     session = solve("x", model=ScriptedBackend([fenced("print(2)")]), executor=pool)
     data = json.loads(json.dumps(to_jsonable(session)))
     assert data["attempts"][0]["execution"]["reason"] == "ok"
+
+
+def test_an_unchanged_correction_is_called_out_in_the_next_prompt(pool):
+    model = ScriptedBackend([fenced("total = 1\nprint(totl)")] * 3)
+    solve("Q", model=model, executor=pool)
+    assert "Did you mean: 'total'?" in model.calls[1][-1]["content"]
+    assert "unchanged from the previous attempt" not in model.calls[1][-1]["content"]
+    assert "unchanged from the previous attempt" in model.calls[2][-1]["content"]

@@ -79,3 +79,17 @@ def test_numbers_match_is_relative_for_large_values():
     assert not numbers_match(0.002, 0)
     assert numbers_match(9_866_000.0, 9_866_009.0)  # within 1e-3 relative
     assert not numbers_match(None, 1)
+
+
+def test_misspelt_name_gets_pythons_did_you_mean():
+    code = "sprints_per_session = 3\nprint(60 * sprint_per_session)"
+    error = ExecutionResult(StopReason.ERROR, error=ErrorInfo("NameError", "name 'sprint_per_session' is not defined",
+                                                              "NameError: name 'sprint_per_session' is not defined", 2))
+    assert prompts.execution_feedback(error, code=code).endswith("Did you mean: 'sprints_per_session'?")
+    assert prompts.name_suggestion("NameError", "name 'zzz' is not defined", code) is None
+
+
+def test_repeated_program_changes_the_repair_prompt():
+    plain = prompts.repair_messages("Q", "print(x)", "NameError")[-1]["content"]
+    repeated = prompts.repair_messages("Q", "print(x)", "NameError", repeated=True)[-1]["content"]
+    assert "unchanged from the previous attempt" in repeated and "unchanged" not in plain

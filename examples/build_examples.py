@@ -1,0 +1,107 @@
+"""Regenerate the example notebooks (kept as code so they stay small, reviewable and output-free).
+
+    python examples/build_examples.py
+"""
+
+from pathlib import Path
+
+import nbformat
+from nbformat.v4 import new_code_cell, new_markdown_cell, new_notebook
+
+HERE = Path(__file__).parent
+
+
+def notebook(*cells) -> nbformat.NotebookNode:
+    nb = new_notebook(cells=list(cells))
+    nb.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3", "language": "python"}
+    return nb
+
+
+MATH = notebook(
+    new_markdown_cell(
+        "# Math tutoring with `%%pal`\n\n"
+        "Each `%%pal` cell holds a word problem in plain language. A local model writes a short Python "
+        "program for it, the program runs in a separate, throw-away kernel (never in this one), and the "
+        "answer comes from the computer, not from the model's head. If the program fails, the model reads "
+        "the error, explains it in plain words and tries again.\n\n"
+        "The final program is inserted as a new cell below each question, so students can read it, "
+        "change it and run it themselves."
+    ),
+    new_code_cell("%load_ext pal_jupyter"),
+    new_markdown_cell("## A one-step problem\nThe widget shows each attempt: the code as it is written, its output and the answer."),
+    new_code_cell("%%pal\nIf a train travels 60 mph for 2.5 hours, how far does it go?"),
+    new_markdown_cell("## A multi-step problem (GSM8K)\nThe program names every quantity, which makes the reasoning easy to follow."),
+    new_code_cell(
+        "%%pal\nJanet's ducks lay 16 eggs per day. She eats three for breakfast every morning and bakes "
+        "muffins for her friends every day with four. She sells the remainder at the farmers' market daily "
+        "for $2 per fresh duck egg. How much in dollars does she make every day at the farmers' market?"
+    ),
+    new_markdown_cell(
+        "## A tricky one: percentages of percentages\n"
+        "Problems like this are where programs go wrong. If an attempt fails, open its page in the widget: "
+        "the error, and the model's explanation of it, are shown before the corrected program."
+    ),
+    new_code_cell(
+        "%%pal\nA jacket costs $80. It is discounted by 25%, and then the discounted price is increased by "
+        "10% sales tax. What is the final price in dollars?"
+    ),
+    new_markdown_cell(
+        "## What happened, in numbers\nThe last session is kept on the magics object: every attempt with its "
+        "program, output, error, explanation and timings. This is also what goes into the trace file."
+    ),
+    new_code_cell(
+        "session = get_ipython().magics_manager.registry['PalMagics'].last_session\n"
+        "for attempt in session.attempts:\n"
+        "    print(attempt.index, attempt.kind, attempt.error_type or 'ok', attempt.answer)"
+    ),
+)
+
+PANDAS = notebook(
+    new_markdown_cell(
+        "# Analysing your own DataFrame with `%%pal`\n\n"
+        "Name your DataFrame with `--use` (or just mention it in the question): it is copied into the "
+        "program's kernel, and its columns are described to the model. Your own kernel is never touched."
+    ),
+    new_code_cell("%load_ext pal_jupyter"),
+    new_code_cell(
+        "import pandas as pd\n\n"
+        "sales = pd.DataFrame({\n"
+        "    'month': pd.period_range('2026-01', periods=12, freq='M').strftime('%Y-%m'),\n"
+        "    'region': ['North', 'South', 'East', 'West'] * 3,\n"
+        "    'revenue': [120, 135, 150, 160, 155, 170, 190, 210, 205, 180, 175, 220],\n"
+        "})\n"
+        "sales.head()"
+    ),
+    new_markdown_cell("## A number from the data"),
+    new_code_cell("%%pal --use sales\nWhich month had the highest revenue, and how much was it?"),
+    new_markdown_cell("## A plot\nThe figure is drawn in the program's kernel and shown in the widget."),
+    new_code_cell("%%pal --use sales\nPlot the monthly revenue trend for Q3 (July to September) as a line chart."),
+    new_markdown_cell("Run the inserted cell below a `%%pal` cell to reproduce the plot in this notebook."),
+)
+
+OPTIONS = notebook(
+    new_markdown_cell("# A tour of the `%%pal` options"),
+    new_code_cell("%load_ext pal_jupyter"),
+    new_markdown_cell("`%pal_config` shows the defaults; `%config PalMagics.NAME = VALUE` changes them for this session "
+                      "(or put `c.PalMagics.NAME = VALUE` in `ipython_config.py` to keep them)."),
+    new_code_cell("%pal_config"),
+    new_code_cell("%config PalMagics.max_attempts = 2"),
+    new_markdown_cell("Options on the `%%pal` line apply to one question. `%%pal?` lists them all."),
+    new_code_cell("%%pal --no-insert --timeout 10\nHow many seconds are there in a week?"),
+    new_markdown_cell("The line form for one-liners, with `--quiet` for a plain-text summary instead of the widget. Leave off a final `?`: IPython reads it as a request for help."),
+    new_code_cell("%pal --quiet --no-insert What is 15% of 240"),
+    new_markdown_cell(
+        "Every attempt is appended to a JSONL trace (`%config PalMagics.trace` sets where; `off` disables it). "
+        "`pal-jupyter leti TRACE` turns it into training text with `<|good|>` / `<|bad|>` reward tokens."
+    ),
+    new_code_cell(
+        "from pal_jupyter.trace import default_trace_path, read_trace\n"
+        "records = list(read_trace(default_trace_path()))\n"
+        "print(len(records) > 0, records[-1]['reward'])"
+    ),
+)
+
+if __name__ == "__main__":
+    for name, nb in {"math_tutoring": MATH, "pandas_analysis": PANDAS, "options_tour": OPTIONS}.items():
+        nbformat.write(nb, HERE / f"{name}.ipynb")
+        print("wrote", HERE / f"{name}.ipynb")
