@@ -89,7 +89,7 @@ def solve(
             session.attempts.append(attempt)
             session.seconds = time.perf_counter() - start
             if writer is not None:
-                writer.write(session, attempt)
+                _record(writer, session, attempt)
             observer.attempt_finished(attempt)
             if attempt.good:
                 break
@@ -150,6 +150,14 @@ def _pool(executor: KernelPool | None, limits: ExecutorLimits | None) -> Iterato
         yield pool
     finally:
         pool.close()
+
+
+def _record(writer: TraceWriter, session: Session, attempt: Attempt) -> None:
+    """Append to the trace; a full disk or a read-only path must not cost the user their answer."""
+    try:
+        writer.write(session, attempt)
+    except OSError as exc:
+        log.warning("Could not append to the trace %s: %s", writer.path, exc)
 
 
 def _used_from(namespace: Mapping[str, Any] | None, code: str) -> dict[str, Any]:

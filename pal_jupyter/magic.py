@@ -18,11 +18,15 @@ from IPython.core.magic import Magics, line_cell_magic, line_magic, magics_class
 from IPython.core.magic_arguments import argument, magic_arguments, parse_argstring
 from traitlets import Bool, Float, Int, Unicode
 
-from . import cells
-from .errors import PalError
+from pathlib import Path
+
+from . import cells, tutoring
+from .classlog import ClassLog
+from .errors import PalError, PolicyError
 from .executor import ExecutorLimits, KernelPool
 from .loop import SolveObserver, solve
 from .model import GenerationOptions, load_model
+from .policy import TeacherPolicy
 from .records import Session
 from .trace import TraceWriter, default_trace_path
 from .widget import PalWidget
@@ -73,6 +77,9 @@ class PalMagics(Magics):
     def __init__(self, shell: Any = None, **kwargs: Any):
         super().__init__(shell=shell, **kwargs)
         self.link = cells.FrontendLink()
+        self.policy = TeacherPolicy.current(shell)
+        self._classlog: ClassLog | None = None
+        self.tutor_plan: Any = None  # the last tutor-mode question (for %pal_hint and --check)
         self.last_session: Session | None = None
         self._pool: KernelPool | None = None
         self._pool_lock = threading.Lock()
@@ -127,6 +134,11 @@ class PalMagics(Magics):
     @argument("--no-insert", action="store_true", help="do not insert the program as a new cell")
     @argument("--run", action="store_true", help="run the inserted cell in this kernel (side effects!)")
     @argument("-q", "--quiet", action="store_true", help="no live widget; print a summary at the end")
+    @argument("--tutor", action="store_true", help="tutor mode: hints step by step instead of the program")
+    @argument("--assist", action="store_true", help="assist mode: the program (when the policy allows it)")
+    @argument("--hint-level", type=int, default=None, help="tutor mode: reveal hints up to this level at once")
+    @argument("--check", action="store_true", help="check the student's own code in the cell body")
+    @argument("--expect", type=float, default=None, help="with --check: the answer the code should print")
     @argument("question", nargs="*", help="the question (line form: %%pal QUESTION)")
     @line_cell_magic
     def pal(self, line: str, cell: str | None = None) -> None:
@@ -145,7 +157,60 @@ class PalMagics(Magics):
         if not question:
             raise UsageError("The %%pal cell is empty: write your question in the cell below '%%pal', "
                              "for example: How far does a train go at 60 mph in 2.5 hours?")
-        self._ask(question, args)
+        if args.check:
+            tutoring.run_check(self, question, args)
+        elif self.tutor_mode(args):
+            tutoring.run_tutor(self, question, args)
+        else:
+            self._ask(question, args)
+
+    @line_magic
+    def pal_hint(self, line: str = "") -> None:
+        """Reveal the next hint for the last tutor-mode question."""
+        tutoring.reveal_next(self, from_button=False)
+
+    @line_magic
+    def pal_explain(self, line: str = "") -> None:
+        """Explain the last error raised in this notebook, in plain words, without re-running it."""
+        tutoring.explain_last_error(self)
+
+    @line_magic
+    def pal_policy(self, line: str = "") -> None:
+        """Show the teacher's policy in force (set in the system-wide IPython/Jupyter config)."""
+        print(self.policy.describe())
+
+    # ------------------------------------------------------------------ policy
+
+    def tutor_mode(self, args: Any) -> bool:
+        """Tutor unless asked to assist; the policy's mode decides the default and may lock it."""
+        if args.tutor and args.assist:
+            raise UsageError("Choose one of --tutor and --assist.")
+        mode = "tutor" if args.tutor else "assist" if args.assist else self.policy.mode
+        self._policy_allows("mode", mode)
+        return mode == "tutor" or not self.policy.allow_solutions
+
+    def effective_model(self, args: Any) -> str:
+        if args.model:
+            return self._policy_allows("model", args.model)
+        return self.policy.model or self.model
+
+    def effective_attempts(self, args: Any) -> int:
+        default = self.policy.max_attempts if self.policy.origin("max_attempts") == "config" else self.max_attempts
+        if args.max_attempts is None:
+            return default
+        return self._policy_allows("max_attempts", args.max_attempts)
+
+    def _policy_allows(self, name: str, value: Any) -> Any:
+        try:
+            return self.policy.check_override(name, value)
+        except PolicyError as exc:
+            raise UsageError(str(exc)) from None
+
+    @property
+    def classlog(self) -> ClassLog:
+        if self._classlog is None or str(self._classlog.log_dir) != str(Path(self.policy.log_dir).expanduser()):
+            self._classlog = ClassLog(self.policy.log_dir)
+        return self._classlog
 
     @line_magic
     def pal_config(self, line: str = "") -> None:
@@ -161,7 +226,7 @@ class PalMagics(Magics):
         explicit = self._explicit_variables(args.use)
         namespace = self._auto_namespace(question, explicit)
         explicit.update(self._mentioned_variables(question, namespace))
-        model_name = args.model or self.model
+        model_name = self.effective_model(args)
         widget = self._make_view(question, model_name, args.quiet, origin)
         session = None
         try:
@@ -171,9 +236,9 @@ class PalMagics(Magics):
             backend = load_model(model_name, device=self.device, dtype=self.dtype)
             session = solve(
                 question, model=backend, executor=pool,
-                max_attempts=args.max_attempts or self.max_attempts,
-                variables=explicit, namespace=namespace, generation=self._generation(args),
-                trace=self._trace_writer(), observer=widget,
+                max_attempts=self.effective_attempts(args),
+                variables=explicit, namespace=namespace, generation=self.generation(args),
+                trace=self.trace_writer(), observer=widget,
             )
         except PalError as exc:
             if isinstance(widget, PalWidget):
@@ -263,12 +328,12 @@ class PalMagics(Magics):
             mentioned[name] = namespace[name]
         return mentioned
 
-    def _generation(self, args: Any) -> GenerationOptions:
+    def generation(self, args: Any) -> GenerationOptions:
         temperature = self.temperature if args.temperature is None else args.temperature
         seed = self.seed if args.seed is None else args.seed
         return GenerationOptions(max_new_tokens=self.max_new_tokens, temperature=temperature, seed=seed)
 
-    def _trace_writer(self) -> TraceWriter | None:
+    def trace_writer(self) -> TraceWriter | None:
         if self.trace.strip().lower() in {"off", "none", "false", "no"}:
             return None
         return TraceWriter(self.trace or default_trace_path())
@@ -277,8 +342,9 @@ class PalMagics(Magics):
 def load_ipython_extension(ipython: Any) -> None:
     magics = PalMagics(shell=ipython, config=ipython.config)
     ipython.register_magics(magics)
-    if magics not in ipython.configurables:
-        ipython.configurables.append(magics)  # so that %config PalMagics works
+    for configurable in (magics, magics.policy):  # so that %config PalMagics / TeacherPolicy work
+        if configurable not in ipython.configurables:
+            ipython.configurables.append(configurable)
     magics.start()
     ipython._pal_magics = magics  # found again by unload
 
@@ -288,6 +354,7 @@ def unload_ipython_extension(ipython: Any) -> None:
     if magics is None:
         return
     magics.close()
-    if magics in ipython.configurables:
-        ipython.configurables.remove(magics)
+    for configurable in (magics, magics.policy):
+        if configurable in ipython.configurables:
+            ipython.configurables.remove(configurable)
     del ipython._pal_magics

@@ -20,15 +20,18 @@ class TraceWriter:
 
     def __init__(self, path: str | os.PathLike[str]):
         self.path = Path(path).expanduser()
-        self.path.parent.mkdir(parents=True, exist_ok=True)
         self._lock = threading.Lock()
 
     def write(self, session: Session, attempt: Attempt) -> None:
         line = json.dumps(attempt_record(session, attempt), ensure_ascii=False, default=str)
+        self.path.parent.mkdir(parents=True, exist_ok=True)
         with self._lock, self.path.open("a", encoding="utf-8") as handle:
             handle.write(line + "\n")
             handle.flush()
-            os.fsync(handle.fileno())
+            try:
+                os.fsync(handle.fileno())
+            except OSError:  # not a regular file (/dev/null, a pipe): nothing to make durable
+                pass
 
 
 def read_trace(path: str | os.PathLike[str]) -> Iterator[dict[str, Any]]:

@@ -58,7 +58,8 @@ def attempt_status(attempt: Attempt) -> str:
 
 def attempt_title(attempt: Attempt) -> str:
     kind = "program" if attempt.kind == "initial" else "repair"
-    mark = "" if attempt.execution is None and attempt.code is not None else ("✓ " if attempt.good else "✗ ")
+    finished = attempt.execution is not None or attempt.no_code_reason is not None
+    mark = ("✓ " if attempt.good else "✗ ") if finished else ""  # no verdict while it is written or run
     return f"{mark}Attempt {attempt.index}: {kind}"
 
 
@@ -78,9 +79,10 @@ def summary_text(session: Session | None, question: str, status: str) -> str:
     return "\n".join(lines)
 
 
-def summary_html(session: Session | None, question: str, status: str) -> str:
+def summary_html(session: Session | None, question: str, status: str, finished: bool = True) -> str:
     """A static rendering of the whole session (for saved notebooks and HTML exports)."""
-    parts = [STYLE, f"<div class='pal-header'><b>%%pal</b> {html.escape(question)}</div>", _status_html(session, status)]
+    parts = [STYLE, f"<div class='pal-header'><b>%%pal</b> {html.escape(question)}</div>",
+             _status_html(session, status, finished)]
     for attempt in session.attempts if session else []:
         parts.append(f"<details {'open' if attempt is session.final else ''}><summary>{html.escape(attempt_title(attempt))}"
                      f" <span class='pal-status'>{html.escape(attempt_status(attempt))}</span></summary>")
@@ -98,10 +100,11 @@ def summary_html(session: Session | None, question: str, status: str) -> str:
     return "\n".join(parts)
 
 
-def _status_html(session: Session | None, status: str) -> str:
+def _status_html(session: Session | None, status: str, finished: bool = True) -> str:
     if session is not None and session.succeeded and session.answer is not None:
         return f"<div class='pal-answer'>Answer: {html.escape(session.answer)}</div><div class='pal-status'>{html.escape(status)}</div>"
-    css = "pal-failed" if session is not None and session.attempts and not session.succeeded and "running" not in status else "pal-status"
+    # Failure styling only once the question is over: a repair in progress is not a failure.
+    css = "pal-failed" if finished and session is not None and session.attempts and not session.succeeded else "pal-status"
     return f"<div class='{css}'>{html.escape(status)}</div>"
 
 
@@ -173,6 +176,7 @@ class PalWidget(SolveObserver):
         self.model = model
         self.on_insert = on_insert
         self.session: Session | None = None
+        self.finished = False
         self.started = time.monotonic()
         self.header = w.HTML()
         self.status = "starting ..."
@@ -189,7 +193,7 @@ class PalWidget(SolveObserver):
         """Widget view for live frontends, plus text and HTML fallbacks for everything else."""
         bundle = dict(self.box._repr_mimebundle_() or {})
         bundle["text/plain"] = summary_text(self.session, self.question, self.status)
-        bundle["text/html"] = summary_html(self.session, self.question, self.status)
+        bundle["text/html"] = summary_html(self.session, self.question, self.status, self.finished)
         return bundle
 
     def show(self) -> None:
@@ -216,7 +220,7 @@ class PalWidget(SolveObserver):
         model = f" <span class='pal-status'>· {html.escape(self.model)}</span>" if self.model else ""
         self.header.value = (
             f"<div class='pal-header'><b>%%pal</b> {html.escape(self.question)}{model}</div>"
-            + _status_html(self.session, self.status)
+            + _status_html(self.session, self.status, self.finished)
         )
 
     # ------------------------------------------------------------------ observer
@@ -264,6 +268,7 @@ class PalWidget(SolveObserver):
         self._refresh_fallback()
 
     def session_finished(self, session: Session) -> None:
+        self.finished = True
         elapsed = time.monotonic() - self.started
         n = len(session.attempts)
         if session.succeeded:
@@ -274,6 +279,7 @@ class PalWidget(SolveObserver):
 
     def fail(self, message: str) -> None:
         """Show an error that ended the question early (model failed to load, interrupted ...)."""
+        self.finished = True
         self.set_status(message)
         self.header.value += f"<pre class='pal-error'>{html.escape(message)}</pre>"
         self._refresh_fallback()
@@ -281,3 +287,78 @@ class PalWidget(SolveObserver):
     def enable_insert_buttons(self, enabled: bool) -> None:
         for page in self.pages:
             page.insert.layout.display = "" if enabled and self.on_insert else "none"
+
+
+# ---------------------------------------------------------------------- tutor mode
+
+
+def hint_html(hint: Any) -> str:
+    body = (f"<div class='pal-code'>{highlight(hint.text)}</div>" if hint.is_code
+            else f"<div class='pal-explanation'>{html.escape(hint.text).replace(chr(10), '<br>')}</div>")
+    return f"<div class='pal-hint' data-level='{hint.level}'><b>Hint {hint.level}: {html.escape(hint.title)}</b>{body}</div>"
+
+
+def hint_text(hint: Any) -> str:
+    return f"Hint {hint.level}: {hint.title}\n{hint.text}"
+
+
+class TutorWidget:
+    """Hints revealed one level at a time, with a "Next hint" button."""
+
+    def __init__(self, question: str, on_next: Callable[[], None]):
+        import ipywidgets as w
+
+        self.question = question
+        self.status = "checking that I can solve it myself ..."
+        self.header = w.HTML()
+        self.hints = w.VBox([])
+        self.revealed: list[Any] = []
+        self.next_button = w.Button(description="Next hint", icon="lightbulb-o", disabled=True)
+        self.next_button.add_class("pal-next-hint")
+        self.next_button.on_click(lambda _button: on_next())
+        self.note = w.HTML()
+        self.box = w.VBox([w.HTML(STYLE), self.header, self.hints, w.HBox([self.next_button, self.note])])
+        self.box.add_class("pal-widget")
+        self.box.add_class("pal-tutor")
+        self._display: Any = None
+        self._render()
+
+    def mimebundle(self) -> dict[str, Any]:
+        bundle = dict(self.box._repr_mimebundle_() or {})
+        lines = [f"%%pal --tutor: {self.question}", self.status, *(hint_text(h) for h in self.revealed)]
+        bundle["text/plain"] = "\n".join(lines)
+        bundle["text/html"] = STYLE + self._header_html() + "".join(hint_html(h) for h in self.revealed)
+        return bundle
+
+    def show(self) -> None:
+        from IPython.display import display
+
+        self._display = display(self.mimebundle(), raw=True, display_id=True)
+
+    def _header_html(self) -> str:
+        return (f"<div class='pal-header'><b>Tutor</b> {html.escape(self.question)}</div>"
+                f"<div class='pal-status'>{html.escape(self.status)}</div>")
+
+    def _render(self) -> None:
+        self.header.value = self._header_html()
+        if self._display is not None:
+            self._display.update(self.mimebundle(), raw=True)
+
+    def set_status(self, status: str) -> None:
+        self.status = status
+        self._render()
+
+    def reveal(self, hint: Any) -> None:
+        self.revealed.append(hint)
+        self.hints.children = [*self.hints.children, self._hint_widget(hint)]
+        self._render()
+
+    @staticmethod
+    def _hint_widget(hint: Any) -> Any:
+        import ipywidgets as w
+
+        return w.HTML(hint_html(hint))
+
+    def set_next(self, remaining: int, note: str = "") -> None:
+        self.next_button.disabled = remaining <= 0
+        self.note.value = f"<span class='pal-status'>{html.escape(note)}</span>"

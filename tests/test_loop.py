@@ -156,3 +156,9 @@ def test_an_unchanged_correction_is_called_out_in_the_next_prompt(pool):
     assert "Did you mean: 'total'?" in model.calls[1][-1]["content"]
     assert "unchanged from the previous attempt" not in model.calls[1][-1]["content"]
     assert "unchanged from the previous attempt" in model.calls[2][-1]["content"]
+
+
+def test_an_unwritable_trace_costs_a_warning_not_the_answer(pool, caplog):
+    session = solve("Q", model=ScriptedBackend([fenced("print(3)")]), executor=pool, trace="/dev/null/trace.jsonl")
+    assert session.succeeded and session.answer == "3"
+    assert "Could not append to the trace" in caplog.text

@@ -4,13 +4,8 @@ A scripted model (registered in the kernel) supplies exact replies; everything e
 the user's kernel, the child kernels, the widget display, the payload that inserts a cell.
 """
 
-import os
-import textwrap
-from queue import Empty
-
-import psutil
 import pytest
-from jupyter_client import KernelManager
+from kernel_driver import UserKernel, text_of
 
 SETUP = """
 import pandas as pd
@@ -41,49 +36,6 @@ rate = 2
 %config PalMagics.model = "scripted"
 %config PalMagics.trace = "off"
 """
-
-
-class UserKernel:
-    """A user's kernel and a client: run code, collect outputs and the execute reply."""
-
-    def __init__(self):
-        self.km = KernelManager(kernel_name="python3", transport="ipc")
-        self.km.start_kernel(env={**os.environ, "PAL_JUPYTER_TRACE": "/dev/null"})
-        self.kc = self.km.blocking_client()
-        self.kc.start_channels()
-        self.kc.wait_for_ready(timeout=60)
-
-    def run(self, code, timeout=120):
-        msg_id = self.kc.execute(textwrap.dedent(code))
-        outputs = []
-        while True:
-            msg = self.kc.get_iopub_msg(timeout=timeout)
-            if msg["parent_header"].get("msg_id") != msg_id:
-                continue
-            kind, content = msg["msg_type"], msg["content"]
-            if kind == "status" and content["execution_state"] == "idle":
-                break
-            if kind in ("stream", "display_data", "execute_result", "error", "update_display_data"):
-                outputs.append({"output_type": kind, **content})
-        reply = self.kc.get_shell_msg(timeout=timeout)
-        return reply["content"], outputs
-
-    def child_kernels(self):
-        parent = psutil.Process(self.km.provisioner.process.pid)
-        return [p for p in parent.children(recursive=True) if "pal_jupyter.kernel_launcher" in " ".join(p.cmdline())]
-
-    def close(self):
-        self.kc.stop_channels()
-        self.km.shutdown_kernel(now=True)
-
-
-def text_of(outputs):
-    parts = []
-    for out in outputs:
-        parts.append(out.get("text", ""))
-        parts.append(str(out.get("data", {}).get("text/plain", "")))
-        parts.append(out.get("evalue", ""))
-    return "\n".join(parts)
 
 
 @pytest.fixture(scope="module")

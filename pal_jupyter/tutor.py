@@ -1,0 +1,296 @@
+"""Tutor mode: hints before answers, and explanations of a student's own code.
+
+A tutor that hands over the finished program is a vending machine. Here the tutor first solves
+the question privately (the ordinary repair loop, hidden), then reveals help one level at a
+time:
+
+1. a plan, as guiding sub-questions in the Socratic style of GSM8K's Socratic split;
+2. a skeleton of the working program with the computed values left blank (``___``);
+3. the full working program (only where the teacher's policy allows solutions).
+
+Levels 1 and 2 never contain the final answer: the plan is scrubbed of it and the skeleton is
+cut from the verified program mechanically, so neither depends on a model behaving.
+
+:func:`check_code` runs a student's own program in a child kernel and, when it fails or gives
+a wrong answer, explains what went wrong in beginner's words and points at the line.
+:func:`explain_error` does the same for an exception that already happened elsewhere (the
+user's own kernel), without running anything.
+"""
+
+from __future__ import annotations
+
+import ast
+import re
+from dataclasses import dataclass, field
+from typing import Any
+
+from . import prompts
+from .answers import numbers_match, parse_number
+from .executor import KernelPool
+from .extraction import extract_code
+from .errors import NoCodeError
+from .model import ChatMessage, GenerationOptions, ModelBackend
+from .records import ExecutionResult, Session
+
+BLANK = "___"
+LEVEL_TITLES = {1: "A plan: questions to guide you", 2: "A skeleton: fill in the blanks", 3: "The full program"}
+
+PLAN_SYSTEM = (
+    "You are a patient math tutor for beginners. You never give the final answer. You help a "
+    "student find the steps themselves by asking short guiding questions."
+)
+# GSM8K train question 1 (MIT licence), with guiding questions in the Socratic split's style.
+PLAN_EXAMPLE = (
+    "Natalia sold clips to 48 of her friends in April, and then she sold half as many clips in May. "
+    "How many clips did Natalia sell altogether in April and May?",
+    "1. How many clips did Natalia sell in May, if it was half as many as in April?\n"
+    "2. How do you combine the clips from April and May to get the total?",
+)
+
+
+@dataclass
+class Hint:
+    level: int
+    title: str
+    text: str  # the sub-questions (level 1) or a program (levels 2 and 3)
+    is_code: bool
+
+
+@dataclass
+class TutorPlan:
+    """What the tutor prepared for one question: its private solution and the hint ladder."""
+
+    question: str
+    session: Session  # the hidden solve; the tutor's own program is session.final.code
+    hints: list[Hint] = field(default_factory=list)
+    shown: int = 0  # hint levels revealed so far
+    question_id: str = ""  # for the class log
+    origin: str | None = None  # the %%pal cell's id, where a level-3 program is inserted
+    widget: Any = None  # the TutorWidget showing this plan, if any
+    started: float = 0.0  # time.time() when the question was asked
+
+    @property
+    def solvable(self) -> bool:
+        return self.session.succeeded
+
+    @property
+    def answer_value(self) -> float | None:
+        return parse_number(self.session.answer)
+
+    def next_hint(self) -> Hint | None:
+        """Reveal the next level (None when the ladder, as capped by policy, is used up)."""
+        if self.shown >= len(self.hints):
+            return None
+        self.shown += 1
+        return self.hints[self.shown - 1]
+
+
+# ---------------------------------------------------------------------- the hint ladder
+
+
+def prepare_hints(plan: TutorPlan, backend: ModelBackend, cap: int, generation: GenerationOptions | None = None) -> None:
+    """Fill ``plan.hints`` up to level ``cap`` (0-3) from the tutor's verified program."""
+    program = plan.session.final.code if plan.session.final else None
+    if not plan.solvable or not program:
+        return
+    answer = plan.answer_value
+    makers = {
+        1: lambda: plan_hint(plan.question, program, answer, backend, generation),
+        2: lambda: Hint(2, LEVEL_TITLES[2], skeleton(program, answer), True),
+        3: lambda: Hint(3, LEVEL_TITLES[3], program, True),
+    }
+    plan.hints = [makers[level]() for level in range(1, cap + 1)]
+
+
+def plan_hint(
+    question: str, program: str, answer: float | None, backend: ModelBackend, generation: GenerationOptions | None = None
+) -> Hint:
+    """Level 1: guiding sub-questions written by the model from the working program."""
+    messages: list[ChatMessage] = [
+        {"role": "system", "content": PLAN_SYSTEM},
+        {"role": "user", "content": _plan_request(*PLAN_EXAMPLE[:1], None)},
+        {"role": "assistant", "content": PLAN_EXAMPLE[1]},
+        {"role": "user", "content": _plan_request(question, program)},
+    ]
+    options = GenerationOptions(max_new_tokens=160, stop_after_code=False,
+                                temperature=generation.temperature if generation else 0.0,
+                                seed=generation.seed if generation else None)
+    text = backend.generate(messages, options).text
+    questions = [line.strip() for line in text.strip().splitlines() if line.strip()][:5]
+    return Hint(1, LEVEL_TITLES[1], scrub_answer("\n".join(questions), answer), False)
+
+
+def _plan_request(question: str, program: str | None = None) -> str:
+    steps = f"\n\nA correct solution, for you only (do not show it):\n{program}" if program else ""
+    return (f"Question: {question}{steps}\n\nWrite 2 to 4 short numbered questions that guide a student "
+            "through the steps. Do not give the final answer and do not write code.")
+
+
+def scrub_answer(text: str, answer: float | None) -> str:
+    """Replace every number equal to the final answer by '?' (a hint must not give it away)."""
+    if answer is None:
+        return text
+
+    def replace(match: re.Match[str]) -> str:
+        if match.group("marker"):
+            return match.group(0)  # "2. How ..." numbers a list; it is not a quantity
+        value = parse_number(match.group("number"))
+        return "?" if numbers_match(value, answer) else match.group(0)
+
+    return re.sub(r"(?m)(?P<marker>^\s*\d+\.(?=\s))|(?P<number>\$?-?\d+(?:,\d{3})*(?:\.\d+)?)", replace, text)
+
+
+def skeleton(program: str, answer: float | None = None) -> str:
+    """Level 2: the program with every computed value blanked out, comments and prints kept.
+
+    Assignments of plain literals (the numbers given in the question) stay: finding them is the
+    student's first step and the skeleton shows that it was done. Everything computed from
+    them becomes ``___`` (a valid name, so the skeleton parses; running it unfilled says
+    "name '___' is not defined", which is the point).
+    """
+    try:
+        tree = ast.parse(program)
+    except SyntaxError:
+        return "# (no skeleton: the program does not parse)"
+    lines = program.splitlines()
+    spans = sorted(
+        ((node.value.lineno, node.value.col_offset, node.value.end_lineno, node.value.end_col_offset)
+         for node in ast.walk(tree)
+         if isinstance(node, (ast.Assign, ast.AugAssign, ast.AnnAssign, ast.Return)) and node.value is not None
+         and not _is_literal(node.value)),
+        reverse=True,
+    )
+    for start, col, end, end_col in spans:  # from the bottom up, so earlier offsets stay valid
+        head, tail = lines[start - 1][:col], lines[end - 1][end_col:]
+        lines[start - 1 : end] = [head + BLANK + tail]
+    text = "\n".join(lines)
+    return scrub_answer(text, answer) if answer is not None else text
+
+
+def _is_literal(node: ast.AST) -> bool:
+    if isinstance(node, ast.Constant):
+        return True
+    if isinstance(node, ast.UnaryOp) and isinstance(node.operand, ast.Constant):
+        return True
+    if isinstance(node, (ast.List, ast.Tuple, ast.Set)):
+        return all(_is_literal(e) for e in node.elts)
+    if isinstance(node, ast.Dict):
+        return all(_is_literal(v) for v in node.values if v is not None)
+    return False
+
+
+# ---------------------------------------------------------------------- checking a student's code
+
+
+@dataclass
+class CheckResult:
+    """The verdict on a student's program, with help fitted to the policy."""
+
+    code: str
+    execution: ExecutionResult
+    expected: float | None = None
+    got: float | None = None
+    verdict: str = "ok"  # "ok", "error" or "wrong_answer"
+    line: int | None = None  # the line the error points at (1-based)
+    line_text: str = ""
+    explanation: str = ""
+    hint: str = ""
+    corrected: str | None = None  # only when the policy allows solutions and the fix was verified
+
+    @property
+    def passed(self) -> bool:
+        return self.verdict == "ok"
+
+
+def check_code(
+    code: str,
+    *,
+    backend: ModelBackend,
+    pool: KernelPool,
+    expected: float | None = None,
+    question: str = "",
+    allow_solution: bool = False,
+    variables: dict[str, Any] | None = None,
+    generation: GenerationOptions | None = None,
+) -> CheckResult:
+    """Run a student's program; on an error or a wrong answer, explain it for a beginner."""
+    result = pool.run(code, variables)
+    check = CheckResult(code=code, execution=result, expected=expected, got=parse_number(result.text_output()))
+    if not result.ok:
+        check.verdict = "error"
+        check.line = result.error.lineno if result.error else None
+    elif expected is not None and not numbers_match(check.got, expected):
+        check.verdict = "wrong_answer"
+    else:
+        return check
+    if check.line and 0 < check.line <= len(code.splitlines()):
+        check.line_text = code.splitlines()[check.line - 1].strip()
+    feedback = prompts.execution_feedback(result, correct=False if check.verdict == "wrong_answer" else None, code=code)
+    if check.verdict == "wrong_answer":
+        feedback += f"\nThe expected answer is {expected:g}."
+    reply = backend.generate(_check_messages(code, feedback, question), generation or GenerationOptions())
+    check.explanation, fixed = _split_reply(reply.text)
+    check.hint = _hint_from(check)
+    if allow_solution and fixed:
+        verified = pool.run(fixed, variables)
+        if verified.ok and (expected is None or numbers_match(parse_number(verified.text_output()), expected)):
+            check.corrected = fixed
+    return check
+
+
+def _check_messages(code: str, feedback: str, question: str) -> list[ChatMessage]:
+    about = f"The exercise: {question}\n\n" if question else ""
+    return [
+        {"role": "system", "content": prompts.SYSTEM},
+        {"role": "user", "content": (
+            f"{about}A beginner wrote this program:\n```python\n{code}\n```\n\nRunning it gave:\n```text\n"
+            f"{feedback.strip()}\n```\n\nExplain in two or three plain sentences, for a beginner, what went "
+            "wrong and why (start with 'Explanation:'). Do not use jargon. Then give the corrected program "
+            "in one ```python block."
+        )},
+    ]
+
+
+def _split_reply(text: str) -> tuple[str, str | None]:
+    try:
+        extracted = extract_code(text)
+    except NoCodeError:
+        return prompts_clean(text), None
+    return extracted.explanation or prompts_clean(text.split("```")[0]), extracted.code
+
+
+def prompts_clean(text: str) -> str:
+    from .extraction import clean_explanation
+
+    return clean_explanation(text)
+
+
+def _hint_from(check: CheckResult) -> str:
+    """A nudge that names the line but not the fix."""
+    if check.verdict == "wrong_answer":
+        got = "nothing" if check.got is None else f"{check.got:g}"
+        return (f"Your program runs, but it prints {got}. Go through it line by line and check each step "
+                "against the question: which quantity is computed in a different way than the question says?")
+    if check.line:
+        return f"Look at line {check.line}: `{check.line_text}`. What does Python know at that point?"
+    return "Read the last line of the error message first: it names the kind of problem."
+
+
+# ---------------------------------------------------------------------- explaining an exception
+
+
+def explain_error(
+    code: str, error_text: str, backend: ModelBackend, generation: GenerationOptions | None = None
+) -> str:
+    """A plain-language explanation of an error that already happened; nothing is run."""
+    messages: list[ChatMessage] = [
+        {"role": "system", "content": prompts.SYSTEM},
+        {"role": "user", "content": (
+            f"A beginner ran this code:\n```python\n{code}\n```\n\nand got this error:\n```text\n{error_text.strip()}\n```\n\n"
+            "Explain in two or three plain sentences what went wrong and how to fix it. Do not write the "
+            "whole program; at most show the one corrected line."
+        )},
+    ]
+    options = GenerationOptions(max_new_tokens=200, stop_after_code=False,
+                                temperature=generation.temperature if generation else 0.0)
+    return prompts_clean(backend.generate(messages, options).text)

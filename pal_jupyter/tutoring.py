@@ -1,0 +1,198 @@
+"""The notebook side of tutor mode: ``%%pal --tutor``, ``%%pal --check``, ``%pal_hint``, ``%pal_explain``.
+
+The teaching logic lives in :mod:`pal_jupyter.tutor`; this module connects it to the magics:
+the teacher's policy (how far hints may go), the class log (every question, hint, attempt,
+check, reveal and explanation), the tutor widget and cell insertion.
+"""
+
+from __future__ import annotations
+
+import html
+import sys
+import time
+import traceback
+from typing import TYPE_CHECKING, Any
+
+from IPython.core.error import UsageError
+from IPython.display import display
+
+from . import cells
+from .errors import PalError
+from .loop import SolveObserver, solve
+from .model import load_model
+from .tutor import TutorPlan, check_code, explain_error, prepare_hints
+from .widget import STYLE, TutorWidget, highlight, hint_text
+
+if TYPE_CHECKING:
+    from .magic import PalMagics
+
+
+class _Progress(SolveObserver):
+    """Keeps the student informed while the tutor solves the question privately."""
+
+    def __init__(self, widget: TutorWidget | None):
+        self.widget = widget
+
+    def attempt_started(self, attempt: Any) -> None:
+        if self.widget is not None and attempt.index > 1:
+            self.widget.set_status(f"checking that I can solve it myself (attempt {attempt.index}) ...")
+
+
+def run_tutor(magics: PalMagics, question: str, args: Any) -> None:
+    """Solve privately, then reveal hints level by level within the policy's cap."""
+    cap = magics.policy.effective_hint_cap()
+    origin = cells.current_cell_id(magics.shell)
+    widget = None if args.quiet or getattr(magics.shell, "kernel", None) is None else TutorWidget(question, lambda: reveal_next(magics))
+    if widget is not None:
+        widget.show()
+    log = magics.classlog
+    question_id = f"q-{int(time.time() * 1000):x}"
+    log.question(question_id, question)
+    try:
+        backend = load_model(magics.effective_model(args), device=magics.device, dtype=magics.dtype)
+        session = solve(question, model=backend, executor=magics.pool(magics.limits(args.timeout)),
+                        max_attempts=magics.effective_attempts(args), generation=magics.generation(args),
+                        trace=magics.trace_writer(), observer=_Progress(widget))
+        plan = TutorPlan(question, session)
+        prepare_hints(plan, backend, cap, magics.generation(args))
+    except PalError as exc:
+        if widget is not None:
+            widget.set_status(str(exc))
+        raise UsageError(str(exc)) from None
+    for attempt in session.attempts:
+        log.attempt(question_id, error_type=attempt.error_type, succeeded=attempt.good,
+                    seconds=round(attempt.generate_s + attempt.execute_s, 2), details={"by": "tutor"})
+    plan.question_id, plan.origin, plan.widget, plan.started = question_id, origin, widget, time.time()
+    magics.tutor_plan = plan
+    if not plan.solvable:
+        log.gave_up(question_id, tutor_solved=False)
+        _say(magics, widget, "I could not write a working program for this question myself, so I cannot guide "
+                             "you reliably. Please ask your teacher.")
+        return
+    log.record("question", question_id, tutor_solved=True, details={"ready": True, "hint_cap": cap})
+    _say(magics, widget, f"I have worked it out. Hints available: {cap} level(s). Try it yourself first!")
+    for _ in range(max(1, min(args.hint_level or 1, cap))):
+        reveal_next(magics, from_button=False)
+
+
+def reveal_next(magics: PalMagics, from_button: bool = True) -> None:
+    """Show the next hint of the last tutor question (button click or ``%pal_hint``)."""
+    plan = magics.tutor_plan
+    if plan is None:
+        raise UsageError("There is no tutor question yet: ask one with %%pal --tutor first.")
+    hint = plan.next_hint()
+    widget = plan.widget
+    cap = len(plan.hints)
+    if hint is None:
+        note = "That was the last hint your teacher's policy allows." if cap < 3 else "All hints are shown."
+        if widget is not None:
+            widget.set_next(0, note)
+        if not from_button:
+            print(note)
+        return
+    magics.classlog.hint(plan.question_id, level=hint.level)
+    if hint.level == 3:
+        magics.classlog.reveal(plan.question_id, level=3)
+        route = cells.insert_program(magics.shell, magics.link, plan.session, plan.origin, allow_payload=not from_button)
+        if route.route == "none":
+            hint.title += " (copy it into a new cell)"
+    remaining = cap - plan.shown
+    note = f"{remaining} more hint(s) available." if remaining else (
+        "That was the last hint your teacher's policy allows." if cap < 3 else "All hints are shown.")
+    if widget is not None:
+        widget.reveal(hint)
+        widget.set_next(remaining, note)
+    else:
+        print(hint_text(hint))
+        print(note)
+
+
+def _say(magics: PalMagics, widget: TutorWidget | None, message: str) -> None:
+    if widget is not None:
+        widget.set_status(message)
+    else:
+        print(message)
+
+
+def run_check(magics: PalMagics, code: str, args: Any) -> None:
+    """Run the student's own code; explain an error or a wrong answer in beginner's words."""
+    plan = magics.tutor_plan
+    question = plan.question if plan is not None else ""
+    expected = args.expect if args.expect is not None else (plan.answer_value if plan is not None else None)
+    question_id = plan.question_id if plan is not None else f"check-{int(time.time() * 1000):x}"
+    try:
+        backend = load_model(magics.effective_model(args), device=magics.device, dtype=magics.dtype)
+        result = check_code(code, backend=backend, pool=magics.pool(magics.limits(args.timeout)), expected=expected,
+                            question=question, allow_solution=magics.policy.solutions_allowed,
+                            generation=magics.generation(args))
+    except (PalError, ValueError) as exc:
+        raise UsageError(str(exc)) from None
+    error_type = (result.execution.error.ename if result.execution.error else None) if result.verdict == "error" else (
+        "WrongAnswer" if result.verdict == "wrong_answer" else None)
+    magics.classlog.check(question_id, question=question, succeeded=result.passed, error_type=error_type,
+                          details={"line": result.line})
+    if result.passed and plan is not None:
+        magics.classlog.solved(question_id, seconds=round(time.time() - plan.started, 1))
+    display({"text/plain": check_text(result), "text/html": check_html(result)}, raw=True,
+            metadata={"pal_jupyter": {"check": result.verdict}})
+
+
+def check_text(result: Any) -> str:
+    if result.passed:
+        shown = "" if result.got is None else f" It prints {result.got:g}."
+        return "Well done: your program runs" + (" and gives the expected answer." if result.expected is not None else ".") + shown
+    lines = ["Your program runs, but the answer is not right." if result.verdict == "wrong_answer"
+             else f"Your program stopped with an error{f' on line {result.line}' if result.line else ''}."]
+    if result.line_text:
+        lines.append(f"  line {result.line}: {result.line_text}")
+    if result.explanation:
+        lines.append(f"What went wrong: {result.explanation}")
+    lines.append(f"Hint: {result.hint}")
+    if result.corrected:
+        lines += ["A corrected program (try the hint first):", result.corrected]
+    return "\n".join(lines)
+
+
+def check_html(result: Any) -> str:
+    css = "pal-answer" if result.passed else "pal-failed"
+    parts = [STYLE, f"<div class='{css}'>{html.escape(check_text(result).splitlines()[0])}</div>"]
+    if not result.passed:
+        if result.execution.error is not None:
+            parts.append(f"<pre class='pal-error'>{html.escape(result.execution.error.traceback)}</pre>")
+        if result.explanation:
+            parts.append(f"<div class='pal-explanation'><b>What went wrong:</b> {html.escape(result.explanation)}</div>")
+        parts.append(f"<div><b>Hint:</b> {html.escape(result.hint)}</div>")
+        if result.corrected:
+            parts.append(f"<details><summary>A corrected program (try the hint first)</summary>{highlight(result.corrected)}</details>")
+    return "\n".join(parts)
+
+
+def explain_last_error(magics: PalMagics) -> None:
+    """Explain the user kernel's last exception (from sys.last_value) without re-running anything."""
+    error = getattr(sys, "last_value", None) or getattr(sys, "last_exc", None)
+    if error is None:
+        raise UsageError("There is no error to explain yet: %pal_explain explains the last error a cell raised.")
+    code = _failing_cell(magics.shell)
+    text = "".join(traceback.format_exception_only(type(error), error)).strip()
+    frames = [f for f in traceback.extract_tb(error.__traceback__) if "site-packages" not in (f.filename or "")]
+    if frames:
+        text = f"line {frames[-1].lineno}: {frames[-1].line}\n{text}"
+    try:
+        backend = load_model(magics.policy.model or magics.model, device=magics.device, dtype=magics.dtype)
+        explanation = explain_error(code, text, backend)
+    except PalError as exc:
+        raise UsageError(str(exc)) from None
+    magics.classlog.explain(f"explain-{int(time.time() * 1000):x}", question=text.splitlines()[-1], error_type=type(error).__name__)
+    display({"text/plain": f"{text}\nWhat went wrong: {explanation}",
+             "text/html": f"{STYLE}<pre class='pal-error'>{html.escape(text)}</pre>"
+                          f"<div class='pal-explanation'><b>What went wrong:</b> {html.escape(explanation)}</div>"},
+            raw=True)
+
+
+def _failing_cell(shell: Any) -> str:
+    """The source of the cell before this one (the one that raised), from IPython's history."""
+    inputs = shell.user_ns.get("In", [])
+    for source in reversed(inputs[:-1]):
+        if source.strip() and not source.lstrip().startswith("%pal_explain"):
+            return source
+    return ""

@@ -1,0 +1,178 @@
+"""Tutor mode: the hint ladder, checks of a student's code, the teacher's policy, the class log.
+
+Library parts with a scripted model; the notebook flow in a real kernel whose IPython profile
+holds a teacher's policy, as a JupyterHub admin would set it.
+"""
+
+import json
+
+import pytest
+from kernel_driver import UserKernel, text_of
+
+from pal_jupyter import KernelPool, ScriptedBackend, solve
+from pal_jupyter.answers import parse_number
+from pal_jupyter.tutor import TutorPlan, check_code, prepare_hints, scrub_answer, skeleton
+
+PROGRAM = "clips_april = 48\nclips_may = clips_april / 2  # half as many in May\ntotal = clips_april + clips_may\nprint(total)"
+
+
+@pytest.fixture(scope="module")
+def pool():
+    with KernelPool() as pool:
+        yield pool
+
+
+def test_skeleton_blanks_every_computed_value_and_keeps_the_givens():
+    text = skeleton(PROGRAM, 72)
+    assert text.splitlines() == ["clips_april = 48", "clips_may = ___  # half as many in May", "total = ___", "print(total)"]
+
+
+def test_skeleton_never_contains_the_answer_even_as_a_literal():
+    assert "72" not in skeleton("answer = 72\nprint(answer)", 72)
+
+
+def test_scrub_replaces_only_the_answer():
+    assert scrub_answer("Half of 48 is 24, so 48 + 24 = 72 clips ($72.0).", 72) == "Half of 48 is 24, so 48 + 24 = ? clips (?)."
+
+
+def test_hint_ladder_from_a_private_solve(pool):
+    plan_reply = "1. How many clips in May?\n2. So the total is 72, right?"  # a model that blurts the answer
+    model = ScriptedBackend([f"```python\n{PROGRAM}\n```", plan_reply])
+    session = solve("Natalia sold 48 clips in April and half as many in May. How many in total?", model=model, executor=pool)
+    plan = TutorPlan(session.question, session)
+    prepare_hints(plan, model, cap=3)
+    levels = [plan.next_hint() for _ in range(3)]
+    assert [h.level for h in levels] == [1, 2, 3] and plan.next_hint() is None
+    for hint in levels[:2]:
+        assert parse_number(hint.text.replace("48", "")) != 72 and "72" not in hint.text
+    assert levels[0].text.endswith("So the total is ?, right?")
+    assert levels[2].text == PROGRAM  # level 3 is the verified program itself
+
+
+def test_policy_cap_stops_the_ladder(pool):
+    model = ScriptedBackend([f"```python\n{PROGRAM}\n```", "1. How many in May?"])
+    session = solve("Clips?", model=model, executor=pool)
+    plan = TutorPlan(session.question, session)
+    prepare_hints(plan, model, cap=2)
+    assert [h.level for h in plan.hints] == [1, 2]
+
+
+def test_check_finds_a_planted_bug_and_names_its_line(pool):
+    buggy = "apples_per_box = 12\nboxes = 7\ntotal = apples_per_box * box\nprint(total)"
+    model = ScriptedBackend(["Explanation: On line 3 you wrote `box`, but the variable is called `boxes`.\n"
+                             "```python\napples_per_box = 12\nboxes = 7\ntotal = apples_per_box * boxes\nprint(total)\n```"] * 2)
+    result = check_code(buggy, backend=model, pool=pool, expected=84, allow_solution=False)
+    assert result.verdict == "error" and result.line == 3 and result.line_text == "total = apples_per_box * box"
+    assert "line 3" in result.hint and "boxes" in result.explanation
+    assert result.corrected is None  # the policy did not allow solutions
+    allowed = check_code(buggy, backend=model, pool=pool, expected=84, allow_solution=True)
+    assert allowed.corrected and "boxes" in allowed.corrected  # verified: it runs and prints 84
+
+
+def test_check_wrong_answer_and_pass(pool):
+    model = ScriptedBackend(["Explanation: you added instead of multiplying."])
+    wrong = check_code("print(12 + 7)", backend=model, pool=pool, expected=84)
+    assert wrong.verdict == "wrong_answer" and wrong.got == 19 and "prints 19" in wrong.hint
+    right = check_code("print(12 * 7)", backend=ScriptedBackend([]), pool=pool, expected=84)
+    assert right.passed and right.explanation == ""
+
+
+# ---------------------------------------------------------------------- the notebook flow
+
+SETUP = """
+from pal_jupyter import ScriptedBackend, register_model
+PROGRAM = {program!r}
+def reply(messages):
+    text = messages[-1]["content"]
+    if "guide a student" in text:
+        return "1. How many clips did she sell in May?\\n2. What do you add to get 72?"
+    if "A beginner wrote this program" in text:
+        return "Explanation: line 3 uses `box`, which was never defined; you named it `boxes`.\\n```python\\nprint(84)\\n```"
+    if "A beginner ran this code" in text:
+        return "Explanation: Python cannot divide by zero; check the divisor."
+    return "```python\\n" + PROGRAM + "\\n```"
+register_model("scripted", ScriptedBackend(reply))
+%load_ext pal_jupyter
+%config PalMagics.model = "scripted"
+"""
+
+
+def start_kernel(tmp_path, policy_lines):
+    profile = tmp_path / "ipython" / "profile_default"
+    profile.mkdir(parents=True)
+    (profile / "ipython_config.py").write_text("c = get_config()\n" + "\n".join(policy_lines) + "\n")
+    kernel = UserKernel(env={"IPYTHONDIR": str(tmp_path / "ipython"), "PAL_JUPYTER_LOG_DIR": str(tmp_path / "logs"),
+                             "JUPYTERHUB_USER": "ada"})
+    reply, outputs = kernel.run(SETUP.format(program=PROGRAM))
+    assert reply["status"] == "ok", text_of(outputs)
+    return kernel
+
+
+def log_events(tmp_path):
+    return [json.loads(line) for line in (tmp_path / "logs" / "ada.jsonl").read_text().splitlines()]
+
+
+def test_tutor_in_the_notebook_reveals_levels_and_inserts_the_program_last(tmp_path):
+    kernel = start_kernel(tmp_path, ['c.TeacherPolicy.mode = "tutor"'])
+    try:
+        reply, outputs = kernel.run("%%pal\nNatalia sold 48 clips in April and half as many in May. How many in total?")
+        text = text_of(outputs)
+        assert reply["status"] == "ok", text
+        final = [o for o in outputs if o["output_type"] == "update_display_data"][-1]["data"]["text/plain"]
+        assert "Hint 1" in final and "What do you add to get ?" in final and "72" not in final
+        assert not [p for p in reply["payload"] if p["source"] == "set_next_input"]  # no program yet
+        reply, outputs = kernel.run("%pal_hint")
+        assert "Hint 2" in text_of(outputs) and "clips_may = ___" in text_of(outputs) and "72" not in text_of(outputs)
+        reply, outputs = kernel.run("%pal_hint")
+        inserted = [p for p in reply["payload"] if p["source"] == "set_next_input"]
+        assert len(inserted) == 1 and "clips_may = clips_april / 2" in inserted[0]["text"]
+        reply, outputs = kernel.run("%pal_hint")
+        assert "All hints are shown" in text_of(outputs)
+        # The student checks their own attempt; the tutor's answer (72) is the expected value.
+        reply, outputs = kernel.run("%%pal --check\nclips_april = 48\nprint(clips_april + clips_april * 2)")
+        assert "the answer is not right" in text_of(outputs)
+        reply, outputs = kernel.run("%%pal --check\nprint(48 + 48 / 2)")
+        assert "Well done" in text_of(outputs)
+        events = [e["event"] for e in log_events(tmp_path)]
+        assert events[0] == "question" and events.count("hint") == 3 and "reveal" in events
+        assert events[-2:] == ["check", "solved"]
+    finally:
+        kernel.close()
+
+
+def test_locked_policy_caps_hints_and_refuses_overrides(tmp_path):
+    kernel = start_kernel(tmp_path, [
+        'c.TeacherPolicy.mode = "tutor"', "c.TeacherPolicy.max_hint_level = 2",
+        "c.TeacherPolicy.allow_solutions = False", 'c.TeacherPolicy.locked = ["mode", "max_hint_level", "allow_solutions"]',
+    ])
+    try:
+        reply, outputs = kernel.run("%pal_policy")
+        assert "max_hint_level   = 2" in text_of(outputs) and "locked settings: mode, max_hint_level, allow_solutions" in text_of(outputs)
+        reply, outputs = kernel.run("%%pal --assist\nHow many clips?")
+        assert "locked by your teacher's policy" in text_of(outputs)
+        kernel.run("%config TeacherPolicy.max_hint_level = 3")
+        reply, outputs = kernel.run("%%pal --hint-level 3\nHow many clips?")
+        final = [o for o in outputs if o["output_type"] == "update_display_data"][-1]["data"]["text/plain"]
+        assert "Hint 2" in final and "Hint 3" not in final
+        reply, outputs = kernel.run("%pal_hint")
+        assert "last hint your teacher's policy allows" in text_of(outputs)
+        assert not [p for p in reply["payload"] if p["source"] == "set_next_input"]
+        # --check explains and hints, but gives no corrected program when solutions are not allowed.
+        reply, outputs = kernel.run("%%pal --check --expect 84\napples_per_box = 12\nboxes = 7\ntotal = apples_per_box * box\nprint(total)")
+        text = text_of(outputs)
+        assert "error on line 3" in text and "Look at line 3" in text and "corrected program" not in text
+    finally:
+        kernel.close()
+
+
+def test_pal_explain_explains_the_last_error_without_rerunning(tmp_path):
+    kernel = start_kernel(tmp_path, [])
+    try:
+        kernel.run("counter = 0\ndef risky():\n    global counter\n    counter += 1\n    return 1 / 0\nrisky()")
+        reply, outputs = kernel.run("%pal_explain")
+        text = text_of(outputs)
+        assert "ZeroDivisionError" in text and "cannot divide by zero" in text
+        reply, outputs = kernel.run("print(counter)")
+        assert text_of(outputs).strip() == "1"  # nothing ran again
+    finally:
+        kernel.close()
