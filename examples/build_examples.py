@@ -101,7 +101,61 @@ OPTIONS = notebook(
     ),
 )
 
+CLASSROOM = notebook(
+    new_markdown_cell(
+        "# The classroom: hints before answers\n\n"
+        "In tutor mode `%%pal` does not hand over the program. It first checks privately that it can solve "
+        "the question, then helps one step at a time: **1** guiding questions, **2** a skeleton with blanks, "
+        "**3** the full program (only if the teacher allows it). Students check their own code with "
+        "`%%pal --check`, and `%pal_explain` explains the last error in plain words.\n\n"
+        "A teacher sets the policy once for everyone, in the system-wide IPython configuration "
+        "(`/etc/ipython/ipython_config.py`):\n\n"
+        "```python\n"
+        "c.TeacherPolicy.mode = \"tutor\"\n"
+        "c.TeacherPolicy.max_hint_level = 3\n"
+        "c.TeacherPolicy.log_dir = \"/srv/class/logs\"\n"
+        "c.TeacherPolicy.locked = [\"mode\", \"max_hint_level\", \"allow_solutions\"]\n"
+        "```\n\n"
+        "For this demo the notebook sets the policy itself (nothing is locked here)."
+    ),
+    new_code_cell(
+        "%load_ext pal_jupyter\n"
+        "%config TeacherPolicy.mode = \"tutor\"\n"
+        "%config TeacherPolicy.log_dir = \"classroom-logs\""
+    ),
+    new_code_cell("%pal_policy"),
+    new_markdown_cell("## A student asks\nThe first hint appears at once; **Next hint** (or `%pal_hint`) shows the next level."),
+    new_code_cell(
+        "%%pal\nToulouse has twice as many sheep as Charleston. Charleston has 4 times as many sheep as Seattle. "
+        "How many sheep do Toulouse, Charleston, and Seattle have together if Seattle has 20 sheep?"
+    ),
+    new_code_cell("%pal_hint"),
+    new_markdown_cell("## The student tries, and asks the tutor to check\nThe tutor compares with its own answer, "
+                      "points at the line, explains, and gives a hint rather than the fix."),
+    new_code_cell(
+        "%%pal --check\nseattle = 20\ncharleston = 4 * seattle\ntoulouse = 2 * charleston\n"
+        "print(seattle + charleston + toulose)"
+    ),
+    new_code_cell(
+        "%%pal --check\nseattle = 20\ncharleston = 4 * seattle\ntoulouse = 2 * charleston\n"
+        "print(seattle + charleston + toulouse)"
+    ),
+    new_markdown_cell("## Explaining an error in the student's own notebook\n`%pal_explain` explains the last "
+                      "error without running anything again."),
+    new_code_cell("prices = [3, 5, 8]\naverage = sum(prices) / len(price)", metadata={"tags": ["raises-exception"]}),
+    new_code_cell("%pal_explain"),
+    new_markdown_cell("## The teacher's report\nBuilt from the class log: questions per student, errors met, hints "
+                      "used before success, time to solution, and questions the tutor could not solve. From a "
+                      "terminal: `pal-jupyter report classroom-logs`."),
+    new_code_cell(
+        "from pal_jupyter.report import build_report\n"
+        "report = build_report(\"classroom-logs\", \"classroom-report.html\", progress=False)\n"
+        "print(report)"
+    ),
+)
+
 if __name__ == "__main__":
-    for name, nb in {"math_tutoring": MATH, "pandas_analysis": PANDAS, "options_tour": OPTIONS}.items():
+    for name, nb in {"math_tutoring": MATH, "pandas_analysis": PANDAS, "options_tour": OPTIONS,
+                     "classroom": CLASSROOM}.items():
         nbformat.write(nb, HERE / f"{name}.ipynb")
         print("wrote", HERE / f"{name}.ipynb")

@@ -44,11 +44,9 @@ def utc_now() -> str:
 
 def default_log_dir() -> Path:
     """$PAL_JUPYTER_LOG_DIR, else ``$XDG_DATA_HOME/pal-jupyter/logs`` (~/.local/share/...)."""
-    explicit = os.environ.get("PAL_JUPYTER_LOG_DIR")
-    if explicit:
-        return Path(explicit).expanduser()
-    data_home = os.environ.get("XDG_DATA_HOME") or Path.home() / ".local" / "share"
-    return Path(data_home) / "pal-jupyter" / "logs"
+    from .trace import user_data_path
+
+    return user_data_path("PAL_JUPYTER_LOG_DIR", "logs")
 
 
 def default_user() -> str:

@@ -56,10 +56,15 @@ def trace_to_leti(path: str | os.PathLike[str]) -> Iterator[str]:
             yield leti_text(record)
 
 
-def default_trace_path() -> Path:
-    """$PAL_JUPYTER_TRACE, else ``$XDG_DATA_HOME/pal-jupyter/trace.jsonl``."""
-    explicit = os.environ.get("PAL_JUPYTER_TRACE")
+def user_data_path(override_variable: str, name: str) -> Path:
+    """``$override_variable`` when set, else ``$XDG_DATA_HOME/pal-jupyter/NAME`` (~/.local/share/...)."""
+    explicit = os.environ.get(override_variable)
     if explicit:
         return Path(explicit).expanduser()
     data_home = os.environ.get("XDG_DATA_HOME") or Path.home() / ".local" / "share"
-    return Path(data_home) / "pal-jupyter" / "trace.jsonl"
+    return Path(data_home) / "pal-jupyter" / name
+
+
+def default_trace_path() -> Path:
+    """$PAL_JUPYTER_TRACE, else ``$XDG_DATA_HOME/pal-jupyter/trace.jsonl``."""
+    return user_data_path("PAL_JUPYTER_TRACE", "trace.jsonl")

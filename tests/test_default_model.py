@@ -61,3 +61,38 @@ def test_default_model_explains_and_repairs_a_seeded_bug(default_model, pool):
     assert first.error_type == "NameError" and first.execution.error.lineno == 3
     assert repair.kind == "repair" and repair.explanation, "the model explains the error in words"
     assert session.succeeded and float(session.answer) == pytest.approx(84)
+
+
+@pytest.mark.parametrize("row", [2, 8])  # GSM8K test questions: Josh's house flip, Toulouse's sheep
+def test_default_model_hint_ladder_never_gives_the_answer_away(default_model, pool, row):
+    import json
+    from pathlib import Path
+
+    from pal_jupyter.answers import numbers_match, parse_number
+    from pal_jupyter.tutor import TutorPlan, prepare_hints
+
+    data = Path(__file__).resolve().parents[2] / "shared" / "data" / "gsm8k" / "test.jsonl"
+    if not data.exists():
+        pytest.skip(f"{data} is not here")
+    record = json.loads(data.read_text().splitlines()[row])
+    session = solve(record["question"], model=default_model, executor=pool)
+    if not session.succeeded:
+        pytest.skip("the model could not solve this one itself; the tutor would say so")
+    plan = TutorPlan(record["question"], session)
+    prepare_hints(plan, default_model, cap=3)
+    answer = parse_number(session.answer)
+    for hint in plan.hints[:2]:
+        numbers = [parse_number(n) for n in __import__("re").findall(r"-?\d+(?:,\d{3})*(?:\.\d+)?", hint.text)]
+        assert not any(numbers_match(n, answer) for n in numbers if n is not None), hint.text
+    result = pool.run(plan.hints[2].text)  # level 3: the full program, as it would be inserted
+    assert result.ok and numbers_match(parse_number(result.text_output()), answer)
+
+
+def test_default_model_check_finds_a_planted_bug(default_model, pool):
+    from pal_jupyter.tutor import check_code
+
+    buggy = "seattle = 20\ncharleston = 4 * seattle\ntoulouse = 2 * charleston\nprint(seattle + charleston + toulose)"
+    result = check_code(buggy, backend=default_model, pool=pool, expected=260, allow_solution=True)
+    assert result.verdict == "error" and result.line == 4 and "line 4" in result.hint
+    assert len(result.explanation) > 20
+    assert result.corrected is None or "toulouse" in result.corrected

@@ -74,3 +74,26 @@ def test_options_tour(tmp_path, monkeypatch):
     assert answer(week) == pytest.approx(604800)
     assert answer(percent) == pytest.approx(36)
     assert nb.cells[-1].outputs[0]["text"].startswith("True <|")
+
+
+def test_classroom(tmp_path, monkeypatch):
+    nb = run_notebook("classroom.ipynb", tmp_path, monkeypatch)
+    outputs = {i: "\n".join(o.get("text", "") or o.get("data", {}).get("text/plain", "") for o in c.get("outputs", []))
+               for i, c in enumerate(nb.cells) if c.cell_type == "code"}
+    texts = list(outputs.values())
+    tutor = next(t for t in texts if t.startswith("%%pal --tutor:"))
+    hint2 = next(t for t in texts if "Hint 2" in t)
+    for hint in (tutor, hint2):  # levels 1-2 never reveal the answer (260)
+        assert "260" not in hint
+    assert "Hint 1" in tutor and "___" in hint2
+    buggy, fixed = [t for t in texts if "Your program" in t or "Well done" in t]
+    assert "error on line 4" in buggy and "Look at line 4" in buggy
+    assert fixed.startswith("Well done")
+    explained = next(t for t in texts if "What went wrong" in t and "NameError" in t and "price" in t)
+    assert "line 2" in explained
+    logs = list((tmp_path / "classroom-logs").glob("*.jsonl"))
+    assert len(logs) == 1
+    events = [line for line in logs[0].read_text().splitlines()]
+    assert any('"event": "hint"' in e for e in events) and any('"event": "solved"' in e for e in events)
+    report = tmp_path / "classroom-report.html"
+    assert report.is_file() and report.read_text().count("data:image/png;base64,") >= 2

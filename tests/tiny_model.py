@@ -41,8 +41,8 @@ def build_tokenizer(chat_template: str | None = CHATML):
     return tokenizer
 
 
-def build_tiny_model(path: Path, chat_template: str | None = CHATML) -> Path:
-    """Save a 2-layer, hidden-64 Qwen2 model with a trained byte-level BPE tokenizer to ``path``."""
+def _tiny_qwen2(chat_template: str | None):
+    """The tokenizer, config and seeded random model that both builders save."""
     import torch
     from transformers import Qwen2Config, Qwen2ForCausalLM
 
@@ -54,6 +54,12 @@ def build_tiny_model(path: Path, chat_template: str | None = CHATML) -> Path:
     )
     torch.manual_seed(0)
     model = Qwen2ForCausalLM(config)
+    return tokenizer, config, model
+
+
+def build_tiny_model(path: Path, chat_template: str | None = CHATML) -> Path:
+    """Save a 2-layer, hidden-64 Qwen2 model with a trained byte-level BPE tokenizer to ``path``."""
+    tokenizer, config, model = _tiny_qwen2(chat_template)
     model.save_pretrained(path)
     tokenizer.save_pretrained(path)
     return path
@@ -90,17 +96,8 @@ def build_tiny_gguf(path: Path, chat_template: str | None = CHATML) -> Path:
 
     import gguf
     import numpy as np
-    import torch
-    from transformers import Qwen2Config, Qwen2ForCausalLM
 
-    tokenizer = build_tokenizer(chat_template)
-    config = Qwen2Config(
-        vocab_size=len(tokenizer), hidden_size=64, intermediate_size=128, num_hidden_layers=2,
-        num_attention_heads=4, num_key_value_heads=2, max_position_embeddings=2048,
-        eos_token_id=tokenizer.eos_token_id, pad_token_id=tokenizer.pad_token_id, tie_word_embeddings=True,
-    )
-    torch.manual_seed(0)
-    model = Qwen2ForCausalLM(config)
+    tokenizer, config, model = _tiny_qwen2(chat_template)
     rope_theta = float((getattr(config, "rope_parameters", None) or {}).get("rope_theta", 10000.0))
 
     path = Path(path)
