@@ -46,9 +46,13 @@ def extract_code(reply: str) -> Extracted:
 
 
 def clean_explanation(text: str) -> str:
+    """The explanation without its label and without a lead-in to the code ("Here is the fix:")."""
     text = text.strip()
     text = re.sub(r"^\**\s*explanation\s*:?\**\s*:?\s*", "", text, flags=re.IGNORECASE)
-    return text.strip()
+    sentences = re.split(r"(?<=[.!?:])\s+", text.strip())
+    while len(sentences) > 1 and sentences[-1].rstrip().endswith(":"):
+        sentences.pop()
+    return " ".join(sentences).strip()
 
 
 def _finish(code: str) -> str:

@@ -132,7 +132,7 @@ def _run_attempt(
     run_variables = {**_used_from(namespace, attempt.code), **(variables or {})}
     result = pool.run(attempt.code, run_variables, on_output=lambda out: observer.output(attempt, out))
     attempt.execution, attempt.execute_s = result, result.duration_s
-    attempt.answer = _last_line(result.text_output())
+    attempt.answer = _last_line(result.stdout)  # what it printed; a table or plot is not "an answer"
     if checker is not None and result.ok:
         attempt.correct = bool(checker(result))
     attempt.feedback = prompts.execution_feedback(result, attempt.correct, attempt.code)

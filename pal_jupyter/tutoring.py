@@ -72,7 +72,7 @@ def run_tutor(magics: PalMagics, question: str, args: Any) -> None:
     log.record("question", question_id, tutor_solved=True, details={"ready": True, "hint_cap": cap})
     _say(magics, widget, f"I have worked it out. Hints available: {cap} level(s). Try it yourself first!")
     for _ in range(max(1, min(args.hint_level or 1, cap))):
-        reveal_next(magics, from_button=False)
+        reveal_next(magics, from_button=widget is not None)
 
 
 def reveal_next(magics: PalMagics, from_button: bool = True) -> None:
@@ -102,7 +102,7 @@ def reveal_next(magics: PalMagics, from_button: bool = True) -> None:
     if widget is not None:
         widget.reveal(hint)
         widget.set_next(remaining, note)
-    else:
+    if widget is None or not from_button:  # %pal_hint answers in its own cell too
         print(hint_text(hint))
         print(note)
 

@@ -148,9 +148,9 @@ class _AttemptPage:
         self.code = w.HTML()
         self.output = w.Output()
         self.error = w.HTML()
-        # width auto: the default button width (148 px) cuts the label to "Insert this atte..."
+        # The default button width (148 px) cuts the label to "Insert this atte..."
         self.insert = w.Button(description="Insert this attempt", icon="plus",
-                               layout=w.Layout(display="none", width="auto"))
+                               layout=w.Layout(display="none", width="max-content"))
         if on_insert is not None:
             self.insert.on_click(lambda _button, index=attempt.index: on_insert(index))
         self.box = w.VBox([self.status, self.explanation, self.stream, self.code, self.output, self.error, self.insert])

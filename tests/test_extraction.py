@@ -73,3 +73,8 @@ def test_syntax_error_code_is_returned_for_the_interpreter_to_judge():
 def test_no_code_is_a_clear_error(reply, message):
     with pytest.raises(NoCodeError, match=message):
         extract_code(reply)
+
+
+def test_lead_in_to_the_code_is_not_part_of_the_explanation():
+    reply = "Explanation: `toulose` is misspelt. The corrected program is:\n```python\nprint(1)\n```"
+    assert extract_code(reply).explanation == "`toulose` is misspelt."
