@@ -95,7 +95,7 @@ class PalMagics(Magics):
 
     def _preload(self) -> None:
         try:
-            load_model(self.model, device=self.device, dtype=self.dtype)
+            load_model(self.policy.model or self.model, device=self.device, dtype=self.dtype)
         except PalError as exc:
             log.warning("Preloading the model failed: %s", exc)
 

@@ -141,3 +141,14 @@ def test_freeze_leaves_static_html_only(kernel):
     final = [o for o in outputs if o["output_type"] == "update_display_data"][-1]["data"]
     assert set(final) == {"text/plain", "text/html"} and "Answer: 12" in final["text/html"]
     kernel.run("%config PalMagics.freeze = False")
+
+
+def test_run_without_the_extension_runs_the_program_in_the_users_kernel(kernel):
+    kernel.run("%load_ext pal_jupyter")
+    kernel.run('%config PalMagics.model = "scripted"\n%config PalMagics.trace = "off"')
+    reply, outputs = kernel.run("%%pal --run --quiet\nWhat is the total of sales times rate?")
+    assert reply["status"] == "ok"
+    printed = "".join(o["text"] for o in outputs if o["output_type"] == "stream")
+    assert printed.rstrip().endswith("* rate)\n12")  # the summary, then the program's own output here
+    payload = [p for p in reply["payload"] if p["source"] == "set_next_input"]
+    assert len(payload) == 1  # and the cell is still inserted below
