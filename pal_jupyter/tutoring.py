@@ -17,7 +17,7 @@ from IPython.core.error import UsageError
 from IPython.display import display
 
 from . import cells
-from .errors import PalError
+from .errors import NoCodeError, PalError
 from .loop import SolveObserver, solve
 from .model import load_model
 from .tutor import TutorPlan, check_code, explain_error, prepare_hints
@@ -25,6 +25,10 @@ from .widget import STYLE, TutorWidget, highlight, hint_text
 
 if TYPE_CHECKING:
     from .magic import PalMagics
+
+
+CANNOT_SOLVE = ("I could not write a working program for this question myself, so I cannot guide you "
+                "reliably. Please ask your teacher.")
 
 
 class _Progress(SolveObserver):
@@ -55,6 +59,10 @@ def run_tutor(magics: PalMagics, question: str, args: Any) -> None:
                         trace=magics.trace_writer(), observer=_Progress(widget))
         plan = TutorPlan(question, session)
         prepare_hints(plan, backend, cap, magics.generation(args))
+    except NoCodeError:
+        log.gave_up(question_id, tutor_solved=False, details={"reason": "no code"})
+        _say(magics, widget, CANNOT_SOLVE)
+        return
     except PalError as exc:
         if widget is not None:
             widget.set_status(str(exc))
@@ -66,8 +74,7 @@ def run_tutor(magics: PalMagics, question: str, args: Any) -> None:
     magics.tutor_plan = plan
     if not plan.solvable:
         log.gave_up(question_id, tutor_solved=False)
-        _say(magics, widget, "I could not write a working program for this question myself, so I cannot guide "
-                             "you reliably. Please ask your teacher.")
+        _say(magics, widget, CANNOT_SOLVE)
         return
     log.record("question", question_id, tutor_solved=True, details={"ready": True, "hint_cap": cap})
     _say(magics, widget, f"I have worked it out. Hints available: {cap} level(s). Try it yourself first!")

@@ -97,3 +97,10 @@ def test_classroom(tmp_path, monkeypatch):
     assert any('"event": "hint"' in e for e in events) and any('"event": "solved"' in e for e in events)
     report = tmp_path / "classroom-report.html"
     assert report.is_file() and report.read_text().count("data:image/png;base64,") >= 2
+    # The teacher opens the report: its plots render in a real browser, nothing is fetched.
+    from html_render import render_html, require_chromium
+
+    require_chromium()
+    rendered = render_html(report, Path(__file__).resolve().parents[1] / "test-artifacts" / "classroom-report.png")
+    assert len(rendered["images"]) >= 2 and all(i["ok"] and i["w"] > 0 for i in rendered["images"])
+    assert [u for u in rendered["fetched"] if not u.startswith(("file:", "data:"))] == []

@@ -176,3 +176,19 @@ def test_pal_explain_explains_the_last_error_without_rerunning(tmp_path):
         assert text_of(outputs).strip() == "1"  # nothing ran again
     finally:
         kernel.close()
+
+
+def test_with_the_tiny_random_model_the_tutor_admits_it_cannot_solve(tiny_model_dir, tmp_path):
+    # Random weights write no working program: the tutor must say so and log it, not guess.
+    kernel = start_kernel(tmp_path, ['c.TeacherPolicy.mode = "tutor"'])
+    try:
+        reply, outputs = kernel.run(f"%config PalMagics.model = {str(tiny_model_dir)!r}\n%config PalMagics.max_new_tokens = 12")
+        assert reply["status"] == "ok"
+        reply, outputs = kernel.run("%%pal -n 2\nWhat is 6 times 7?")
+        text = text_of(outputs)
+        assert reply["status"] == "ok" and "could not write a working program" in text, text
+        events = log_events(tmp_path)
+        assert events[0]["event"] == "question"
+        assert events[-1]["event"] == "gave_up" and events[-1]["tutor_solved"] is False
+    finally:
+        kernel.close()

@@ -37,21 +37,11 @@ from typing import Any
 import nbformat
 import psutil
 import pytest
+from html_render import CHROMIUM, CHROMIUM_ARGS  # noqa: F401  (re-exported for conftest)
 
 
 ROOT = Path(__file__).resolve().parents[2]
 ARTIFACTS = ROOT / "test-artifacts"
-CHROMIUM = Path("/usr/bin/chromium")
-CHROMIUM_ARGS = [
-    "--headless",
-    "--no-sandbox",
-    "--disable-gpu",
-    "--disable-quic",
-    "--no-first-run",
-    "--disable-background-networking",
-    "--disable-component-update",
-    "--disable-sync",
-]
 SERVER_START_TIMEOUT_S = 90
 KERNEL_TIMEOUT_MS = 60_000  # a cold kernel on a busy 2-core machine
 UI_TIMEOUT_MS = 30_000
