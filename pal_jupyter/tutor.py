@@ -127,7 +127,7 @@ def _plan_request(question: str, program: str | None = None) -> str:
 
 
 def scrub_answer(text: str, answer: float | None) -> str:
-    """Replace every number equal to the final answer by '?' (a hint must not give it away)."""
+    """Replace every number equal to the final answer by a blank (a hint must not give it away)."""
     if answer is None:
         return text
 
@@ -135,7 +135,7 @@ def scrub_answer(text: str, answer: float | None) -> str:
         if match.group("marker"):
             return match.group(0)  # "2. How ..." numbers a list; it is not a quantity
         value = parse_number(match.group("number"))
-        return "?" if numbers_match(value, answer) else match.group(0)
+        return BLANK if numbers_match(value, answer) else match.group(0)
 
     return re.sub(r"(?m)(?P<marker>^\s*\d+\.(?=\s))|(?P<number>\$?-?\d+(?:,\d{3})*(?:\.\d+)?)", replace, text)
 

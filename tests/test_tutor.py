@@ -32,7 +32,7 @@ def test_skeleton_never_contains_the_answer_even_as_a_literal():
 
 
 def test_scrub_replaces_only_the_answer():
-    assert scrub_answer("Half of 48 is 24, so 48 + 24 = 72 clips ($72.0).", 72) == "Half of 48 is 24, so 48 + 24 = ? clips (?)."
+    assert scrub_answer("Half of 48 is 24, so 48 + 24 = 72 clips ($72.0).", 72) == "Half of 48 is 24, so 48 + 24 = ___ clips (___)."
 
 
 def test_hint_ladder_from_a_private_solve(pool):
@@ -45,7 +45,7 @@ def test_hint_ladder_from_a_private_solve(pool):
     assert [h.level for h in levels] == [1, 2, 3] and plan.next_hint() is None
     for hint in levels[:2]:
         assert parse_number(hint.text.replace("48", "")) != 72 and "72" not in hint.text
-    assert levels[0].text.endswith("So the total is ?, right?")
+    assert levels[0].text.endswith("So the total is ___, right?")
     assert levels[2].text == PROGRAM  # level 3 is the verified program itself
 
 
@@ -119,7 +119,7 @@ def test_tutor_in_the_notebook_reveals_levels_and_inserts_the_program_last(tmp_p
         text = text_of(outputs)
         assert reply["status"] == "ok", text
         final = [o for o in outputs if o["output_type"] == "update_display_data"][-1]["data"]["text/plain"]
-        assert "Hint 1" in final and "What do you add to get ?" in final and "72" not in final
+        assert "Hint 1" in final and "What do you add to get ___?" in final and "72" not in final
         assert not [p for p in reply["payload"] if p["source"] == "set_next_input"]  # no program yet
         reply, outputs = kernel.run("%pal_hint")
         assert "Hint 2" in text_of(outputs) and "clips_may = ___" in text_of(outputs) and "72" not in text_of(outputs)

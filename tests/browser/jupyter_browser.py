@@ -363,3 +363,34 @@ class Notebook:
         path = artifact_name(request, suffix)
         self.page.screenshot(path=str(path), full_page=True)
         return path
+
+
+# ---------------------------------------------------------------------- %%pal notebooks
+
+
+def setup_and_connect(nb: "Notebook", config_index: int = 1) -> None:
+    """Run the setup cell, then `%pal_config`, which must report the extension as connected.
+
+    The extension's hello reply reaches the kernel only once the setup cell has finished
+    (comm replies travel on the shell channel), hence two cells.
+    """
+    nb.run_cell(0)
+    nb.wait_for_output(0, r"setup done", timeout_ms=KERNEL_TIMEOUT_MS)
+    nb.run_cell(config_index)
+    text = nb.wait_for_output(config_index, r"JupyterLab extension:")
+    assert re.search(r"JupyterLab extension: connected \(jupyterlab\)", text), text
+
+
+def wait_until_idle(nb: "Notebook", index: int, timeout_ms: int) -> None:
+    """The cell's prompt shows an execution count (not "[*]"): the magic has returned."""
+    prompt = nb.cells.nth(index).locator(".jp-InputPrompt")
+    deadline = time.monotonic() + timeout_ms / 1000
+    while not re.search(r"\[\d+\]", prompt.inner_text()):
+        assert time.monotonic() < deadline, f"cell {index} still running: {prompt.inner_text()!r}"
+        nb.page.wait_for_timeout(150)
+
+
+def shot(nb: "Notebook", request: Any, suffix: str, target: Any) -> None:
+    """A screenshot with `target` scrolled into view (notebooks scroll inside their panel)."""
+    target.scroll_into_view_if_needed()
+    nb.screenshot(request, suffix)

@@ -50,5 +50,7 @@ def test_default_model_answers_and_inserts_the_program(jupyter_server, page, req
     assert source.startswith(f"# %%pal: {QUESTION}"), source
     code = "\n".join(line for line in source.splitlines() if not line.startswith("#"))
     assert re.search(r"\b60\b", code) and "2.5" in code, source
-    box.scroll_into_view_if_needed()
+    box.locator(".pal-answer").scroll_into_view_if_needed()
     nb.screenshot(request, "answered")
+    nb.cells.nth(3).scroll_into_view_if_needed()
+    nb.screenshot(request, "inserted")
