@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import sys
+from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 ROOT = Path(__file__).resolve().parent.parent
 if str(ROOT) not in sys.path:
@@ -11,6 +13,7 @@ if str(ROOT) not in sys.path:
 
 import pytest  # noqa: E402
 
+from html_render import CHROMIUM, CHROMIUM_ARGS, require_chromium  # noqa: E402
 from tiny_model import build_tiny_gguf, build_tiny_model  # noqa: E402  (tests/ is on sys.path under pytest)
 
 
@@ -36,3 +39,21 @@ def isolated_cache(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     cache = tmp_path / "pal-cache"
     monkeypatch.setenv("PAL_JUPYTER_CACHE", str(cache))
     return cache
+
+
+@pytest.fixture(scope="session")
+def browser() -> Iterator[Any]:
+    """Headless Debian chromium through Playwright's sync API, one per test session.
+
+    One only: Playwright's sync API cannot start a second instance while one is running.
+    Missing chromium skips the test locally and fails it when $CI is set.
+    """
+    require_chromium()
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as playwright:
+        chromium = playwright.chromium.launch(executable_path=str(CHROMIUM), args=CHROMIUM_ARGS)
+        try:
+            yield chromium
+        finally:
+            chromium.close()

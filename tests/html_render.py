@@ -37,23 +37,20 @@ def require_chromium() -> None:
         pytest.skip(reason)
 
 
-def render_html(path: Path, screenshot: Path) -> dict[str, Any]:
-    """Load ``path`` from a file:// URL; return its images, the URLs it fetched and console errors."""
-    from playwright.sync_api import sync_playwright
-
+def render_html(browser: Any, path: Path, screenshot: Path) -> dict[str, Any]:
+    """Load ``path`` from a file:// URL in ``browser`` (the session's chromium); return its images,
+    the URLs it fetched and its console errors, and save a screenshot."""
     screenshot.parent.mkdir(parents=True, exist_ok=True)
-    with sync_playwright() as playwright:
-        browser = playwright.chromium.launch(executable_path=str(CHROMIUM), args=CHROMIUM_ARGS)
-        try:
-            page = browser.new_page(viewport={"width": 1100, "height": 900})
-            fetched: list[str] = []
-            page.on("request", lambda request: fetched.append(request.url))
-            errors: list[str] = []
-            page.on("console", lambda msg: errors.append(msg.text) if msg.type == "error" else None)
-            page.goto(path.as_uri(), wait_until="load")
-            images = page.eval_on_selector_all(
-                "img", "imgs => imgs.map(i => ({alt: i.alt, ok: i.complete, w: i.naturalWidth, h: i.naturalHeight}))")
-            page.screenshot(path=str(screenshot), full_page=True)
-        finally:
-            browser.close()
+    page = browser.new_page(viewport={"width": 1100, "height": 900})
+    try:
+        fetched: list[str] = []
+        page.on("request", lambda request: fetched.append(request.url))
+        errors: list[str] = []
+        page.on("console", lambda msg: errors.append(msg.text) if msg.type == "error" else None)
+        page.goto(path.as_uri(), wait_until="load")
+        images = page.eval_on_selector_all(
+            "img", "imgs => imgs.map(i => ({alt: i.alt, ok: i.complete, w: i.naturalWidth, h: i.naturalHeight}))")
+        page.screenshot(path=str(screenshot), full_page=True)
+    finally:
+        page.close()
     return {"images": images, "fetched": fetched, "errors": errors}

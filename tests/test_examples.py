@@ -76,7 +76,7 @@ def test_options_tour(tmp_path, monkeypatch):
     assert nb.cells[-1].outputs[0]["text"].startswith("True <|")
 
 
-def test_classroom(tmp_path, monkeypatch):
+def test_classroom(tmp_path, monkeypatch, browser):
     nb = run_notebook("classroom.ipynb", tmp_path, monkeypatch)
     outputs = {i: "\n".join(o.get("text", "") or o.get("data", {}).get("text/plain", "") for o in c.get("outputs", []))
                for i, c in enumerate(nb.cells) if c.cell_type == "code"}
@@ -98,9 +98,8 @@ def test_classroom(tmp_path, monkeypatch):
     report = tmp_path / "classroom-report.html"
     assert report.is_file() and report.read_text().count("data:image/png;base64,") >= 2
     # The teacher opens the report: its plots render in a real browser, nothing is fetched.
-    from html_render import render_html, require_chromium
+    from html_render import render_html
 
-    require_chromium()
-    rendered = render_html(report, Path(__file__).resolve().parents[1] / "test-artifacts" / "classroom-report.png")
+    rendered = render_html(browser, report, Path(__file__).resolve().parents[1] / "test-artifacts" / "classroom-report.png")
     assert len(rendered["images"]) >= 2 and all(i["ok"] and i["w"] > 0 for i in rendered["images"])
     assert [u for u in rendered["fetched"] if not u.startswith(("file:", "data:"))] == []

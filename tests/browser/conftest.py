@@ -7,7 +7,7 @@ tests/browser is marked `browser`; deselect with -m "not browser".
 - `jupyter_server`: `jupyter lab` on 127.0.0.1 with a random token, an empty root dir and its own
   config/data/settings/workspace dirs (the labextensions installed in this environment are still
   found: they live under sys.prefix). One per test module.
-- `browser`: Playwright's chromium, launched from /usr/bin/chromium (never `playwright install`).
+- `browser` (in tests/conftest.py, shared with the examples test): Playwright's chromium from
   Missing chromium skips the tests locally and fails them when $CI is set.
 - `page`: a fresh browser context and page per test; a screenshot of its last state goes to
   test-artifacts/<test name>-final.png whatever the outcome; `page.console_lines` keeps the
@@ -16,15 +16,12 @@ tests/browser is marked `browser`; deselect with -m "not browser".
 
 from __future__ import annotations
 
-import os
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 from jupyter_browser import (
-    CHROMIUM,
-    CHROMIUM_ARGS,
     UI_TIMEOUT_MS,
     JupyterServer,
     artifact_name,
@@ -54,22 +51,6 @@ def jupyter_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Jupyter
         stop_jupyter_server(server)
 
 
-@pytest.fixture(scope="session")
-def browser() -> Iterator[Any]:
-    """Headless Debian chromium through Playwright's sync API."""
-    if not CHROMIUM.exists():
-        reason = f"{CHROMIUM} is missing: apt-get install chromium"
-        if os.environ.get("CI"):
-            pytest.fail(reason + " (CI is set, so this fails instead of skipping)")
-        pytest.skip(reason)
-    from playwright.sync_api import sync_playwright
-
-    with sync_playwright() as playwright:
-        chromium = playwright.chromium.launch(executable_path=str(CHROMIUM), args=CHROMIUM_ARGS)
-        try:
-            yield chromium
-        finally:
-            chromium.close()
 
 
 @pytest.fixture

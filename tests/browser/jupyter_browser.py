@@ -37,7 +37,6 @@ from typing import Any
 import nbformat
 import psutil
 import pytest
-from html_render import CHROMIUM, CHROMIUM_ARGS  # noqa: F401  (re-exported for conftest)
 
 
 ROOT = Path(__file__).resolve().parents[2]

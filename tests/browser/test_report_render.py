@@ -11,7 +11,7 @@ from datetime import datetime, timedelta, timezone
 from pathlib import Path
 
 
-from html_render import render_html, require_chromium
+from html_render import render_html
 
 from pal_jupyter.classlog import ClassLog
 from pal_jupyter.report import build_report
@@ -33,11 +33,10 @@ def write_logs(log_dir: Path) -> None:
             log.solved(qid, ts=(t0 + timedelta(minutes=5 + 2 * q + index)).isoformat())
 
 
-def test_report_plots_render_in_chromium(tmp_path: Path) -> None:
-    require_chromium()
+def test_report_plots_render_in_chromium(browser, tmp_path: Path) -> None:
     write_logs(tmp_path / "logs")
     report = build_report(tmp_path / "logs", tmp_path / "report.html", progress=False)
-    rendered = render_html(report, ROOT / "test-artifacts" / "report.png")
+    rendered = render_html(browser, report, ROOT / "test-artifacts" / "report.png")
     images, fetched, errors = rendered["images"], rendered["fetched"], rendered["errors"]
 
     assert len(images) >= 3, images
