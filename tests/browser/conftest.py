@@ -7,7 +7,8 @@ tests/browser is marked `browser`; deselect with -m "not browser".
 - `jupyter_server`: `jupyter lab` on 127.0.0.1 with a random token, an empty root dir and its own
   config/data/settings/workspace dirs (the labextensions installed in this environment are still
   found: they live under sys.prefix). One per test module.
-- `browser` (in tests/conftest.py, shared with the examples test): Playwright's chromium from
+- `browser` (defined in tests/conftest.py, shared with the examples test): Playwright's chromium
+  from /usr/bin/chromium (never `playwright install`).
   Missing chromium skips the tests locally and fails them when $CI is set.
 - `page`: a fresh browser context and page per test; a screenshot of its last state goes to
   test-artifacts/<test name>-final.png whatever the outcome; `page.console_lines` keeps the
