@@ -11,14 +11,13 @@ import logging
 import threading
 import types
 from collections.abc import Mapping
+from pathlib import Path
 from typing import Any
 
 from IPython.core.error import UsageError
 from IPython.core.magic import Magics, line_cell_magic, line_magic, magics_class
 from IPython.core.magic_arguments import argument, magic_arguments, parse_argstring
 from traitlets import Bool, Float, Int, Unicode
-
-from pathlib import Path
 
 from . import cells, tutoring
 from .classlog import ClassLog
@@ -93,9 +92,13 @@ class PalMagics(Magics):
         if self.preload:
             threading.Thread(target=self._preload, name="pal-preload", daemon=True).start()
 
+    def backend(self, model_name: str | None = None) -> Any:
+        """The (cached) model: ``model_name``, else the policy's model, else ``PalMagics.model``."""
+        return load_model(model_name or self.policy.model or self.model, device=self.device, dtype=self.dtype)
+
     def _preload(self) -> None:
         try:
-            load_model(self.policy.model or self.model, device=self.device, dtype=self.dtype)
+            self.backend()
         except PalError as exc:
             log.warning("Preloading the model failed: %s", exc)
 
@@ -233,7 +236,7 @@ class PalMagics(Magics):
             pool = self.pool(self.limits(args.timeout))
             if isinstance(widget, PalWidget):
                 widget.set_status(f"loading the model {model_name!r} (the first time takes longer) ...")
-            backend = load_model(model_name, device=self.device, dtype=self.dtype)
+            backend = self.backend(model_name)
             session = solve(
                 question, model=backend, executor=pool,
                 max_attempts=self.effective_attempts(args),

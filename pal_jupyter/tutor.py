@@ -201,6 +201,14 @@ class CheckResult:
     def passed(self) -> bool:
         return self.verdict == "ok"
 
+    @property
+    def error_type(self) -> str | None:
+        """For the class log: the exception's name, "WrongAnswer", or None when it passed."""
+        if self.verdict == "wrong_answer":
+            return "WrongAnswer"
+        error = self.execution.error
+        return error.ename if self.verdict == "error" and error else None
+
 
 def check_code(
     code: str,

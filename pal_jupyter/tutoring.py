@@ -19,7 +19,6 @@ from IPython.display import display
 from . import cells
 from .errors import NoCodeError, PalError
 from .loop import SolveObserver, solve
-from .model import load_model
 from .tutor import TutorPlan, check_code, explain_error, prepare_hints
 from .widget import STYLE, TutorWidget, highlight, hint_text
 
@@ -50,10 +49,10 @@ def run_tutor(magics: PalMagics, question: str, args: Any) -> None:
     if widget is not None:
         widget.show()
     log = magics.classlog
-    question_id = f"q-{int(time.time() * 1000):x}"
+    question_id = _new_id("q")
     log.question(question_id, question)
     try:
-        backend = load_model(magics.effective_model(args), device=magics.device, dtype=magics.dtype)
+        backend = magics.backend(magics.effective_model(args))
         session = solve(question, model=backend, executor=magics.pool(magics.limits(args.timeout)),
                         max_attempts=magics.effective_attempts(args), generation=magics.generation(args),
                         trace=magics.trace_writer(), observer=_Progress(widget))
@@ -91,7 +90,7 @@ def reveal_next(magics: PalMagics, from_button: bool = True) -> None:
     widget = plan.widget
     cap = len(plan.hints)
     if hint is None:
-        note = "That was the last hint your teacher's policy allows." if cap < 3 else "All hints are shown."
+        note = _ladder_note(0, cap)
         if widget is not None:
             widget.set_next(0, note)
         if not from_button:
@@ -104,14 +103,24 @@ def reveal_next(magics: PalMagics, from_button: bool = True) -> None:
         if route.route == "none":
             hint.title += " (copy it into a new cell)"
     remaining = cap - plan.shown
-    note = f"{remaining} more hint(s) available." if remaining else (
-        "That was the last hint your teacher's policy allows." if cap < 3 else "All hints are shown.")
+    note = _ladder_note(remaining, cap)
     if widget is not None:
         widget.reveal(hint)
         widget.set_next(remaining, note)
     if widget is None or not from_button:  # %pal_hint answers in its own cell too
         print(hint_text(hint))
         print(note)
+
+
+def _ladder_note(remaining: int, cap: int) -> str:
+    if remaining:
+        return f"{remaining} more hint(s) available."
+    return "That was the last hint your teacher's policy allows." if cap < 3 else "All hints are shown."
+
+
+def _new_id(prefix: str) -> str:
+    """An id for a class-log entry, unique per question asked (millisecond clock, in hex)."""
+    return f"{prefix}-{int(time.time() * 1000):x}"
 
 
 def _say(magics: PalMagics, widget: TutorWidget | None, message: str) -> None:
@@ -126,17 +135,15 @@ def run_check(magics: PalMagics, code: str, args: Any) -> None:
     plan = magics.tutor_plan
     question = plan.question if plan is not None else ""
     expected = args.expect if args.expect is not None else (plan.answer_value if plan is not None else None)
-    question_id = plan.question_id if plan is not None else f"check-{int(time.time() * 1000):x}"
+    question_id = plan.question_id if plan is not None else _new_id("check")
     try:
-        backend = load_model(magics.effective_model(args), device=magics.device, dtype=magics.dtype)
+        backend = magics.backend(magics.effective_model(args))
         result = check_code(code, backend=backend, pool=magics.pool(magics.limits(args.timeout)), expected=expected,
                             question=question, allow_solution=magics.policy.solutions_allowed,
                             generation=magics.generation(args))
     except (PalError, ValueError) as exc:
         raise UsageError(str(exc)) from None
-    error_type = (result.execution.error.ename if result.execution.error else None) if result.verdict == "error" else (
-        "WrongAnswer" if result.verdict == "wrong_answer" else None)
-    magics.classlog.check(question_id, question=question, succeeded=result.passed, error_type=error_type,
+    magics.classlog.check(question_id, question=question, succeeded=result.passed, error_type=result.error_type,
                           details={"line": result.line})
     if result.passed and plan is not None:
         magics.classlog.solved(question_id, seconds=round(time.time() - plan.started, 1))
@@ -185,11 +192,11 @@ def explain_last_error(magics: PalMagics) -> None:
     if frames:
         text = f"line {frames[-1].lineno}: {frames[-1].line}\n{text}"
     try:
-        backend = load_model(magics.policy.model or magics.model, device=magics.device, dtype=magics.dtype)
+        backend = magics.backend()
         explanation = explain_error(code, text, backend)
     except PalError as exc:
         raise UsageError(str(exc)) from None
-    magics.classlog.explain(f"explain-{int(time.time() * 1000):x}", question=text.splitlines()[-1], error_type=type(error).__name__)
+    magics.classlog.explain(_new_id("explain"), question=text.splitlines()[-1], error_type=type(error).__name__)
     display({"text/plain": f"{text}\nWhat went wrong: {explanation}",
              "text/html": f"{STYLE}<pre class='pal-error'>{html.escape(text)}</pre>"
                           f"<div class='pal-explanation'><b>What went wrong:</b> {html.escape(explanation)}</div>"},

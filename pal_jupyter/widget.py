@@ -136,6 +136,27 @@ def _bundle_html(bundle: dict[str, Any]) -> str:
     return ""
 
 
+class _LiveDisplay:
+    """One display (widget view + text/HTML fallbacks) that is updated in place.
+
+    Subclasses provide ``mimebundle()``; frontends without widgets keep the latest fallback.
+    """
+
+    _display: Any = None
+
+    def mimebundle(self) -> dict[str, Any]:
+        raise NotImplementedError
+
+    def show(self) -> None:
+        from IPython.display import display
+
+        self._display = display(self.mimebundle(), raw=True, display_id=True)
+
+    def _refresh_fallback(self) -> None:
+        if self._display is not None:
+            self._display.update(self.mimebundle(), raw=True)
+
+
 class _AttemptPage:
     """The widgets of one attempt's page."""
 
@@ -168,7 +189,7 @@ class _AttemptPage:
         self.stream.value = f"<pre class='pal-stream'>{html.escape(''.join(self.tokens))}</pre>"
 
 
-class PalWidget(SolveObserver):
+class PalWidget(_LiveDisplay, SolveObserver):
     """Live view of one ``%%pal`` question, updated by the repair loop as it works."""
 
     def __init__(self, question: str, *, model: str = "", on_insert: Callable[[int], None] | None = None):
@@ -186,7 +207,6 @@ class PalWidget(SolveObserver):
         self.pages: list[_AttemptPage] = []
         self.box = w.VBox([w.HTML(STYLE), self.header, self.accordion])
         self.box.add_class("pal-widget")
-        self._display: Any = None
         self._render_header()
 
     # ------------------------------------------------------------------ display
@@ -198,21 +218,12 @@ class PalWidget(SolveObserver):
         bundle["text/html"] = summary_html(self.session, self.question, self.status, self.finished)
         return bundle
 
-    def show(self) -> None:
-        from IPython.display import display
-
-        self._display = display(self.mimebundle(), raw=True, display_id=True)
-
     def freeze(self) -> None:
         """Replace the live widget by its static HTML and text (what exports can show)."""
         if self._display is not None:
             bundle = {k: v for k, v in self.mimebundle().items() if k in ("text/plain", "text/html")}
             self._display.update(bundle, raw=True)
             self._display = None
-
-    def _refresh_fallback(self) -> None:
-        if self._display is not None:
-            self._display.update(self.mimebundle(), raw=True)
 
     def set_status(self, status: str) -> None:
         self.status = status
@@ -304,7 +315,7 @@ def hint_text(hint: Any) -> str:
     return f"Hint {hint.level}: {hint.title}\n{hint.text}"
 
 
-class TutorWidget:
+class TutorWidget(_LiveDisplay):
     """Hints revealed one level at a time, with a "Next hint" button."""
 
     def __init__(self, question: str, on_next: Callable[[], None]):
@@ -322,7 +333,6 @@ class TutorWidget:
         self.box = w.VBox([w.HTML(STYLE), self.header, self.hints, w.HBox([self.next_button, self.note])])
         self.box.add_class("pal-widget")
         self.box.add_class("pal-tutor")
-        self._display: Any = None
         self._render()
 
     def mimebundle(self) -> dict[str, Any]:
@@ -332,19 +342,13 @@ class TutorWidget:
         bundle["text/html"] = STYLE + self._header_html() + "".join(hint_html(h) for h in self.revealed)
         return bundle
 
-    def show(self) -> None:
-        from IPython.display import display
-
-        self._display = display(self.mimebundle(), raw=True, display_id=True)
-
     def _header_html(self) -> str:
         return (f"<div class='pal-header'><b>Tutor</b> {html.escape(self.question)}</div>"
                 f"<div class='pal-status'>{html.escape(self.status)}</div>")
 
     def _render(self) -> None:
         self.header.value = self._header_html()
-        if self._display is not None:
-            self._display.update(self.mimebundle(), raw=True)
+        self._refresh_fallback()
 
     def set_status(self, status: str) -> None:
         self.status = status
