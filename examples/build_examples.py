@@ -20,15 +20,18 @@ def notebook(*cells) -> nbformat.NotebookNode:
 MATH = notebook(
     new_markdown_cell(
         "# Math tutoring with `%%pal`\n\n"
-        "Each `%%pal` cell holds a word problem in plain language. A local model writes a short Python "
-        "program for it, the program runs in a separate, throw-away kernel (never in this one), and the "
-        "answer comes from the computer, not from the model's head. If the program fails, the model reads "
-        "the error, explains it in plain words and tries again.\n\n"
+        "Each `%%pal` cell holds a word problem in plain language. A local model writes several short Python "
+        "programs for it at once (5 by default), each runs in its own throw-away kernel (never in this one), "
+        "and the answer most of them print wins: it comes from the computer, not from the model's head. The "
+        "widget says how many programs agree; when they disagree it says it is not sure and shows the "
+        "competing answers. If every program fails, the model reads an error, explains it in plain words "
+        "and tries again.\n\n"
         "The final program is inserted as a new cell below each question, so students can read it, "
         "change it and run it themselves."
     ),
     new_code_cell("%load_ext pal_jupyter"),
-    new_markdown_cell("## A one-step problem\nThe widget shows each attempt: the code as it is written, its output and the answer."),
+    new_markdown_cell("## A one-step problem\nThe widget shows the vote and a tab per program: the code as it is "
+                      "written, its output and its answer."),
     new_code_cell("%%pal\nIf a train travels 60 mph for 2.5 hours, how far does it go?"),
     new_markdown_cell("## A multi-step problem (GSM8K)\nThe program names every quantity, which makes the reasoning easy to follow."),
     new_code_cell(
@@ -46,13 +49,14 @@ MATH = notebook(
         "10% sales tax. What is the final price in dollars?"
     ),
     new_markdown_cell(
-        "## What happened, in numbers\nThe last session is kept on the magics object: every attempt with its "
-        "program, output, error, explanation and timings. This is also what goes into the trace file."
+        "## What happened, in numbers\nThe last session is kept on the magics object: every program with its "
+        "output, error, explanation and timings, and the vote. This is also what goes into the trace file."
     ),
     new_code_cell(
         "session = get_ipython().magics_manager.registry['PalMagics'].last_session\n"
         "for attempt in session.attempts:\n"
-        "    print(attempt.index, attempt.kind, attempt.error_type or 'ok', attempt.answer)"
+        "    print(attempt.index, attempt.kind, attempt.error_type or 'ok', attempt.answer)\n"
+        "print(session.vote.tally, '->', session.answer, f'({session.confidence} confidence)')"
     ),
 )
 
@@ -88,8 +92,10 @@ OPTIONS = notebook(
     new_code_cell("%config PalMagics.max_attempts = 2"),
     new_markdown_cell("Options on the `%%pal` line apply to one question. `%%pal?` lists them all."),
     new_code_cell("%%pal --no-insert --timeout 10\nHow many seconds are there in a week?"),
-    new_markdown_cell("The line form for one-liners, with `--quiet` for a plain-text summary instead of the widget. Leave off a final `?`: IPython reads it as a request for help."),
-    new_code_cell("%pal --quiet --no-insert What is 15% of 240"),
+    new_markdown_cell("The line form for one-liners, with `--quiet` for a plain-text summary instead of the widget. "
+                      "Leave off a final `?`: IPython reads it as a request for help. `--samples 1` writes a single "
+                      "program: the fastest answer, but nothing cross-checks it."),
+    new_code_cell("%pal --quiet --no-insert --samples 1 What is 15% of 240"),
     new_markdown_cell(
         "Every attempt is appended to a JSONL trace (`%config PalMagics.trace` sets where; `off` disables it). "
         "`pal-jupyter leti TRACE` turns it into training text with `<|good|>` / `<|bad|>` reward tokens."

@@ -1,17 +1,27 @@
-"""Benchmark the repair loop over a JSONL set of questions with numeric answers.
+"""Benchmark the loop over questions with known answers, comparing settings side by side.
 
-Each row needs a question (``question`` or ``input``) and an answer (GSM8K's ``answer`` with
-'#### n', or a numeric ``target`` as in GSM-Hard). By default repair is driven by interpreter
-errors only, as for a real user; ``check_answers=True`` also feeds "wrong answer" back (an
-oracle, as in PLUM's test-case feedback) and is reported as such.
+Each row needs a question (``question`` or ``input``) and an answer: GSM8K's ``answer`` with
+'#### n', a numeric ``target`` as in GSM-Hard, a plain ``answer`` (number or text), or
+``"figure": true`` for "plot ..." questions (correct when the winning program drew a figure).
+Rows may carry ``variables`` (name -> object, e.g. DataFrames), handed to the program as
+``%%pal --use`` would (see :mod:`pal_jupyter.dataframe_suite`).
+
+Several settings (``Config``: samples per round, dtype, prompt style) can be compared in one
+run: every question is answered under each of them in turn, so a noisy, shared machine slows
+all of them alike and the ratios stay fair.
+
+By default repair is driven by interpreter errors only, as for a real user;
+``check_answers=True`` also feeds "wrong answer" back (an oracle, as in PLUM's test-case
+feedback) and is reported as such.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import statistics
 from collections import Counter
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -21,30 +31,62 @@ from .errors import PalError
 from .executor import KernelPool
 from .loop import solve
 from .model import GenerationOptions, ModelBackend
-from .records import Session, to_jsonable
+from .records import ExecutionResult, ProgramAnswer, Session, to_jsonable
 from .trace import TraceWriter
+from .vote import read_answer
+
+
+@dataclass(frozen=True)
+class Config:
+    """One setting under test."""
+
+    samples: int = 1
+    dtype: str = "auto"
+    prompt: str = "chat-2shot"
+    temperature: float | None = None  # None: greedy for k = 1, the sampling default for k > 1
+
+    @property
+    def label(self) -> str:
+        temperature = "" if self.temperature is None else f" T={self.temperature:g}"
+        return f"k={self.samples} {self.dtype} {self.prompt}{temperature}"
 
 
 @dataclass
 class QuestionResult:
     index: int
     question: str
-    expected: float | None
-    first_answer: float | None = None
-    final_answer: float | None = None
+    expected: float | str | None
+    config: Config = field(default_factory=Config)
+    answer: str | None = None  # the vote's winner, as shown to the user
+    correct: bool = False  # the vote's answer (maj@k; the single answer when k = 1)
+    first_answer: str | None = None  # the first program of the first round, alone
     first_correct: bool = False
-    final_correct: bool = False
-    first_ran: bool = False
-    final_ran: bool = False
-    attempts: int = 0
+    any_correct: bool = False  # some program of some round was right (pass@k)
+    votes: int = 0
+    candidates: int = 0
+    agreement: float | None = None
+    confidence: str = "none"
+    programs: int = 0
+    programs_ran: int = 0  # of all programs, those that ran cleanly
+    first_round_ran: int = 0  # of the first round's programs, those that ran cleanly
+    answered: bool = False  # some program ran cleanly
+    replaced_data: int = 0  # programs refused for overwriting the user's variables
+    rounds: int = 0
     error_types: list[str] = field(default_factory=list)
     seconds: float = 0.0
     completion_tokens: int = 0
     generate_s: float = 0.0
+    first_token_s: float | None = None
     failure: str | None = None  # a PalError that ended the question (e.g. no code at all)
 
 
 def read_rows(path: str | Path, limit: int | None = None, offset: int = 0) -> list[dict[str, Any]]:
+    """Rows of a JSONL file, or of a built-in suite by name (``dataframes``)."""
+    if str(path) == "dataframes":
+        from .dataframe_suite import suite_rows
+
+        rows = suite_rows()[offset:]
+        return rows[:limit] if limit is not None else rows
     rows = []
     with Path(path).open(encoding="utf-8") as handle:
         for number, line in enumerate(handle):
@@ -60,92 +102,210 @@ def question_of(row: dict[str, Any]) -> str:
     return str(row.get("question") or row.get("input") or "")
 
 
+def expected_of(row: dict[str, Any]) -> float | str | None:
+    """The reference: a number, a text answer, or "figure"."""
+    if row.get("figure"):
+        return "figure"
+    if isinstance(row.get("answer"), str) and "####" not in row["answer"] and parse_number(row["answer"]) is None:
+        return row["answer"]
+    return reference_answer(row)
+
+
+def is_correct(answer: ProgramAnswer | None, execution: ExecutionResult | None, expected: float | str | None) -> bool:
+    if expected == "figure":
+        return execution is not None and execution.ok and (execution.has_mime("image/png") or execution.has_mime("image/svg+xml"))
+    if answer is None or expected is None:
+        return False
+    if isinstance(expected, str):
+        return answer.kind == "text" and _text(answer.text) == _text(expected)
+    return answer.kind == "number" and numbers_match(answer.value, expected)
+
+
+def _text(text: str) -> str:
+    return " ".join(text.casefold().strip(" '\"`.").split())
+
+
 def run_benchmark(
     rows: Iterable[dict[str, Any]],
-    backend: ModelBackend,
+    backends: Callable[[Config], ModelBackend],
     pool: KernelPool,
+    configs: Sequence[Config] = (Config(),),
     *,
     max_attempts: int = 3,
     check_answers: bool = False,
     generation: GenerationOptions | None = None,
     trace: TraceWriter | None = None,
-    on_result: Callable[[QuestionResult], None] | None = None,
 ) -> Iterator[QuestionResult]:
-    """Solve each row with :func:`solve` and yield how it went."""
+    """Solve each row under each config in turn and yield how it went."""
     for index, row in enumerate(rows):
-        expected = reference_answer(row)
-        result = QuestionResult(index, question_of(row), expected)
-        checker = (lambda run, e=expected: numbers_match(parse_number(run.text_output()), e)) if check_answers else None
-        try:
-            session = solve(
-                result.question, model=backend, executor=pool, max_attempts=max_attempts,
-                checker=checker, generation=generation, trace=trace,
-            )
-            _fill(result, session)
-        except PalError as exc:
-            result.failure = str(exc)
-        if on_result:
-            on_result(result)
-        yield result
+        expected = expected_of(row)
+        for config in configs:
+            result = QuestionResult(index, question_of(row), expected, config)
+            checker = None
+            if check_answers:
+                checker = lambda run, e=expected: is_correct(read_answer(run), run, e)  # noqa: E731
+            try:
+                session = solve(
+                    result.question, model=backends(config), executor=pool, max_attempts=max_attempts,
+                    samples=config.samples, prompt_style=config.prompt, checker=checker,
+                    variables=row.get("variables"), trace=trace,
+                    generation=dataclasses.replace(generation or GenerationOptions(), temperature=config.temperature)
+                    if config.temperature is not None else generation,
+                )
+                fill(result, session)
+            except PalError as exc:
+                result.failure = str(exc)
+            yield result
 
 
-def _fill(result: QuestionResult, session: Session) -> None:
+def fill(result: QuestionResult, session: Session) -> None:
+    """Score one session against the reference."""
+    expected = result.expected
     first, final = session.attempts[0], session.final
-    assert final is not None
-    result.first_ran, result.final_ran = first.ran_cleanly, final.ran_cleanly
-    result.first_answer = parse_number(first.execution.text_output()) if first.ran_cleanly else None  # type: ignore[union-attr]
-    result.final_answer = parse_number(final.execution.text_output()) if final.ran_cleanly else None  # type: ignore[union-attr]
-    result.first_correct = numbers_match(result.first_answer, result.expected)
-    result.final_correct = numbers_match(result.final_answer, result.expected)
-    result.attempts = len(session.attempts)
+    right = [is_correct(a.program_answer, a.execution, expected) for a in session.attempts]
+    result.first_answer = first.answer
+    result.first_correct = right[0]
+    result.any_correct = any(right)
+    if session.succeeded and final is not None:
+        result.answer = final.answer
+        result.correct = is_correct(final.program_answer, final.execution, expected)
+    if session.vote is not None and session.vote.winner is not None:
+        result.votes, result.candidates = session.vote.votes, session.vote.candidates
+        result.agreement = session.agreement
+    result.confidence = session.confidence
+    result.programs = len(session.attempts)
+    result.programs_ran = sum(a.ran_cleanly for a in session.attempts)
+    result.first_round_ran = sum(a.ran_cleanly for a in session.round(1))
+    result.answered = any(a.ran_cleanly for a in session.attempts)
+    result.replaced_data = sum(a.refusal is not None for a in session.attempts)
+    result.rounds = session.rounds
     result.error_types = [a.error_type for a in session.attempts if a.error_type]
     result.seconds = session.seconds
     result.completion_tokens = sum(a.completion_tokens for a in session.attempts)
-    result.generate_s = sum(a.generate_s for a in session.attempts)
+    result.generate_s = session.generate_seconds
+    result.first_token_s = first.first_token_s
+
+
+def _share(values: Iterable[bool]) -> float:
+    values = list(values)
+    return sum(values) / len(values) if values else 0.0
 
 
 def summarize(results: list[QuestionResult], *, model: str, load_seconds: float, check_answers: bool) -> dict[str, Any]:
-    """The figures the bench prints: accuracy, execution success, attempts, errors, speed."""
-    n = len(results) or 1
+    """The figures for one config: vote accuracy, first program, pass@k, execution, calibration, speed."""
     tokens = sum(r.completion_tokens for r in results)
     gen_s = sum(r.generate_s for r in results)
+    first_tokens = [r.first_token_s for r in results if r.first_token_s is not None]
+    seconds = [r.seconds for r in results]
+    config = results[0].config if results else Config()
     return {
         "model": model,
+        "config": to_jsonable(config),
         "questions": len(results),
         "repair_feedback": "errors + wrong answers (oracle)" if check_answers else "interpreter errors only",
-        "accuracy_first_attempt": sum(r.first_correct for r in results) / n,
-        "accuracy_after_repair": sum(r.final_correct for r in results) / n,
-        "exec_success_first_attempt": sum(r.first_ran for r in results) / n,
-        "exec_success_after_repair": sum(r.final_ran for r in results) / n,
-        "mean_attempts": sum(r.attempts for r in results) / n,
+        "accuracy": _share(r.correct for r in results),  # maj@k
+        "accuracy_first_program": _share(r.first_correct for r in results),
+        "pass_at_k": _share(r.any_correct for r in results),
+        "exec_success_programs": (sum(r.programs_ran for r in results) / max(1, sum(r.programs for r in results))),
+        "exec_success_first_round": (sum(r.first_round_ran for r in results)
+                                     / max(1, sum(r.config.samples for r in results if r.programs))),
+        "answered": _share(r.answered for r in results),
+        "calibration": calibration(results),
+        "mean_rounds": statistics.fmean([r.rounds for r in results]) if results else 0.0,
         "error_types": dict(Counter(e for r in results for e in r.error_types).most_common()),
+        "replaced_data_programs": sum(r.replaced_data for r in results),
         "failures": sum(r.failure is not None for r in results),
-        "seconds_per_question_mean": sum(r.seconds for r in results) / n,
-        "seconds_per_question_median": statistics.median([r.seconds for r in results]) if results else 0.0,
+        "seconds_per_question_mean": statistics.fmean(seconds) if seconds else 0.0,
+        "seconds_per_question_median": statistics.median(seconds) if seconds else 0.0,
+        "first_token_seconds_median": statistics.median(first_tokens) if first_tokens else None,
         "tokens_per_second": tokens / gen_s if gen_s else 0.0,
         "completion_tokens_total": tokens,
         "model_load_seconds": load_seconds,
     }
 
 
-def format_summary(summary: dict[str, Any]) -> str:
-    pct = lambda key: f"{100 * summary[key]:.1f}%"  # noqa: E731
-    errors = ", ".join(f"{k} {v}" for k, v in summary["error_types"].items()) or "none"
-    return "\n".join(
-        [
-            f"model                     {summary['model']}  (loaded in {summary['model_load_seconds']:.1f} s)",
-            f"questions                 {summary['questions']}   repair on: {summary['repair_feedback']}",
-            f"accuracy                  first attempt {pct('accuracy_first_attempt')}   after repair {pct('accuracy_after_repair')}",
-            f"programs ran cleanly      first attempt {pct('exec_success_first_attempt')}   after repair {pct('exec_success_after_repair')}",
-            f"mean attempts             {summary['mean_attempts']:.2f}",
-            f"error types               {errors}",
-            f"seconds per question      mean {summary['seconds_per_question_mean']:.1f}   median {summary['seconds_per_question_median']:.1f}",
-            f"generation speed          {summary['tokens_per_second']:.2f} tokens/s",
-        ]
-    )
+def calibration(results: list[QuestionResult]) -> list[dict[str, Any]]:
+    """Accuracy of the vote's answer by how many programs agreed on it (the doubt signal's worth)."""
+    table = []
+    by_votes: dict[tuple[int, int], list[QuestionResult]] = {}
+    for r in results:
+        by_votes.setdefault((r.votes, r.candidates or r.config.samples), []).append(r)
+    for (votes, candidates), group in sorted(by_votes.items(), key=lambda item: (-item[0][0], item[0][1])):
+        table.append({
+            "votes": votes, "candidates": candidates, "questions": len(group),
+            "accuracy": _share(r.correct for r in group),
+        })
+    return table
 
 
-def write_report(path: str | Path, summary: dict[str, Any], results: list[QuestionResult]) -> None:
+def format_summaries(summaries: list[dict[str, Any]]) -> str:
+    """One row per config: the comparison table."""
+    header = (f"{'config':<28} {'n':>4} {'maj@k':>7} {'first':>7} {'pass@k':>7} {'ran':>6} "
+              f"{'s/q med':>8} {'s/q mean':>9} {'ttft':>6} {'tok/s':>6}")
+    lines = [f"model {summaries[0]['model']} (loaded in {summaries[0]['model_load_seconds']:.1f} s); "
+             f"repair on: {summaries[0]['repair_feedback']}" if summaries else "no results", header]
+    for s in summaries:
+        label = _label(s)
+        ttft = s["first_token_seconds_median"]
+        lines.append(
+            f"{label:<28} {s['questions']:>4} {100 * s['accuracy']:>6.1f}% {100 * s['accuracy_first_program']:>6.1f}% "
+            f"{100 * s['pass_at_k']:>6.1f}% {100 * s['exec_success_first_round']:>5.1f}% "
+            f"{s['seconds_per_question_median']:>8.1f} {s['seconds_per_question_mean']:>9.1f} "
+            f"{(f'{ttft:.1f}' if ttft is not None else '-'):>6} {s['tokens_per_second']:>6.2f}"
+        )
+    for s in summaries:
+        if s["config"]["samples"] > 1:
+            label = _label(s)
+            rows = ", ".join(f"{c['votes']}/{c['candidates']}: {100 * c['accuracy']:.0f}% of {c['questions']}"
+                             for c in s["calibration"])
+            lines.append(f"calibration {label}: {rows}")
+    for s in summaries:
+        errors = ", ".join(f"{k} {v}" for k, v in s["error_types"].items()) or "none"
+        lines.append(f"errors {_label(s)}: {errors}; replaced data: {s['replaced_data_programs']}")
+    return "\n".join(lines)
+
+
+def _label(summary: dict[str, Any]) -> str:
+    """The config's label with the dtype it resolved to ('auto' says little in a report)."""
+    config = dict(summary["config"], dtype=summary.get("dtype", summary["config"]["dtype"]))
+    return Config(**config).label
+
+
+def write_report(path: str | Path, summaries: list[dict[str, Any]], results: list[QuestionResult]) -> list[Path]:
+    """The JSON report, and beside it a plot of accuracy against agreement (when k > 1 was run)."""
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(json.dumps({"summary": summary, "results": to_jsonable(results)}, indent=2) + "\n")
+    path.write_text(json.dumps({"summaries": summaries, "results": to_jsonable(results)}, indent=2) + "\n")
+    written = [path]
+    if any(s["config"]["samples"] > 1 for s in summaries):
+        written.append(plot_calibration(summaries, path.with_suffix(".png")))
+    return written
+
+
+def plot_calibration(summaries: list[dict[str, Any]], path: Path) -> Path:
+    """Accuracy of the voted answer against the share of programs that agreed on it."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, ax = plt.subplots(figsize=(5.5, 4))
+    for s in summaries:
+        if s["config"]["samples"] <= 1:
+            continue
+        points = [(c["votes"] / c["candidates"], c["accuracy"], c["questions"]) for c in s["calibration"] if c["candidates"]]
+        points.sort()
+        ax.plot([p[0] for p in points], [p[1] for p in points], marker="o", label=_label(s))
+        for x, y, n in points:
+            ax.annotate(f"n={n}", (x, y), textcoords="offset points", xytext=(4, -12), fontsize=8)
+    ax.set_xlabel("agreement (programs giving the voted answer / programs drawn)")
+    ax.set_ylabel("accuracy of the voted answer")
+    ax.set_xlim(-0.05, 1.05)
+    ax.set_ylim(-0.05, 1.05)
+    ax.grid(alpha=0.3)
+    ax.legend(fontsize=8)
+    ax.set_title("Does agreement predict a right answer?")
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+    return path

@@ -22,7 +22,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from .records import Session
+from .records import Attempt, Session
 
 log = logging.getLogger(__name__)
 
@@ -97,27 +97,38 @@ class Insertion:
     request_id: str | None = None
 
 
-def cell_source(session: Session, index: int | None = None) -> str:
-    """The program of an attempt with a header naming the question and the attempt."""
-    attempt = session.attempts[(index or len(session.attempts)) - 1]
+def cell_source(session: Session, attempt: Attempt | None = None) -> str:
+    """The program of ``attempt`` (default: the session's final one, the vote's winner) with a
+    header naming the question, the attempt, the vote and any doubt."""
+    attempt = attempt or session.final
+    assert attempt is not None, "a session without attempts has no program"
     question = " ".join(session.question.split())
     if len(question) > 100:
         question = question[:97] + "..."
-    header = [f"# %%pal: {question}", f"# attempt {attempt.index} of {len(session.attempts)}, model {session.model}"]
+    header = [f"# %%pal: {question}", f"# {attempt.label} of {session.rounds}, model {session.model}"]
+    vote = session.vote
+    if attempt is session.final and vote is not None and vote.candidates > 1 and vote.winner is not None:
+        header.append(f"# {vote.tally} on {vote.winner.answer.text}")
+        if session.confidence == "low":
+            header.append("# NOT SURE: the programs disagreed; check this one before relying on it.")
     if not attempt.good:
         problem = attempt.error_type or "it did not run cleanly"
         header.append(f"# WARNING: this program did not work ({problem}); check it before relying on it.")
     return "\n".join(header) + "\n" + (attempt.code or "# (the model wrote no code)") + "\n"
 
 
-def cell_metadata(session: Session, origin_cell_id: str | None, index: int | None = None) -> dict[str, Any]:
-    attempt = session.attempts[(index or len(session.attempts)) - 1]
+def cell_metadata(session: Session, origin_cell_id: str | None, attempt: Attempt | None = None) -> dict[str, Any]:
+    attempt = attempt or session.final
+    assert attempt is not None
     return {
         "pal_jupyter": {
             "origin_cell_id": origin_cell_id,
             "session_id": session.id,
             "attempt": attempt.index,
-            "attempts": len(session.attempts),
+            "attempts": session.rounds,
+            "program": attempt.sample,
+            "programs": attempt.samples,
+            "agreement": session.agreement if attempt is session.final else None,
             "model": session.model,
             "succeeded": attempt.good,
             "question": session.question,
@@ -131,12 +142,12 @@ def insert_program(
     session: Session,
     origin_cell_id: str | None,
     *,
-    index: int | None = None,
+    attempt: Attempt | None = None,
     run: bool = False,
     allow_payload: bool = True,
 ) -> Insertion:
-    """Insert (or replace) the cell for ``session``'s final attempt, or attempt ``index``."""
-    source = cell_source(session, index)
+    """Insert (or replace) the cell for ``session``'s final program, or for ``attempt``."""
+    source = cell_source(session, attempt)
     if link is not None and origin_cell_id and link.available:
         request_id = uuid.uuid4().hex[:8]
         sent = link.send(
@@ -144,7 +155,7 @@ def insert_program(
                 "action": "insert",
                 "source": source,
                 "origin_cell_id": origin_cell_id,
-                "metadata": cell_metadata(session, origin_cell_id, index),
+                "metadata": cell_metadata(session, origin_cell_id, attempt),
                 "run": run,
                 "request_id": request_id,
             }

@@ -86,12 +86,13 @@ class LogEvent:
     succeeded: bool | None = None
     seconds: float | None = None
     tutor_solved: bool | None = None  # could the tutor itself write a working program?
+    agreement: float | None = None  # share of the tutor's programs that agreed on its answer
     details: dict[str, Any] = field(default_factory=dict)
 
     def to_dict(self) -> dict[str, Any]:
         record: dict[str, Any] = {"ts": self.ts, "user": self.user, "event": self.event,
                                   "question_id": self.question_id, "question": self.question}
-        for name in ("level", "error_type", "succeeded", "seconds", "tutor_solved"):
+        for name in ("level", "error_type", "succeeded", "seconds", "tutor_solved", "agreement"):
             value = getattr(self, name)
             if value is not None:
                 record[name] = value

@@ -9,21 +9,27 @@ import os
 import sys
 import time
 from pathlib import Path
-from typing import Any, TextIO
+from collections.abc import Callable
+from typing import Any, NoReturn, TextIO
 
-from . import presets
+from . import presets, prompts
 from .errors import PalError
 from .executor import ExecutorLimits, KernelPool
-from .loop import SolveObserver, solve
-from .model import GenerationOptions, load_model
-from .records import Attempt, Session, to_jsonable
+from .loop import DEFAULT_SAMPLES, SolveObserver, solve
+from .options import samples_argument
+from .model import SAMPLE_TEMPERATURE, GenerationOptions, load_model
+from .records import Attempt, Session, Vote, to_jsonable
 from .trace import TraceWriter, default_trace_path, trace_to_leti
 
 log = logging.getLogger("pal_jupyter")
 
 
 class ConsoleObserver(SolveObserver):
-    """Shows each attempt as it happens: streamed code, output, error, explanation."""
+    """Shows each attempt as it happens: streamed code, output, error, explanation, the vote.
+
+    A single program is streamed token by token with its output; several candidates are
+    summarised one line each, then the tally and the winning program.
+    """
 
     def __init__(self, stream: TextIO = sys.stdout, stream_tokens: bool = True):
         self.out = stream
@@ -37,14 +43,19 @@ class ConsoleObserver(SolveObserver):
         print(text, file=self.out, flush=True)
 
     def attempt_started(self, attempt: Attempt) -> None:
-        label = "writing a program" if attempt.kind == "initial" else "repairing from the error"
+        if attempt.sample != 1:
+            return
+        what = "a program" if attempt.samples == 1 else f"{attempt.samples} programs"
+        label = f"writing {what}" if attempt.kind == "initial" else f"repairing from the error ({what})"
         self._print(self._style(f"── Attempt {attempt.index}: {label} ──", "1;36"))
 
     def token(self, attempt: Attempt, text: str) -> None:
-        if self.stream_tokens:
+        if self.stream_tokens and attempt.samples == 1:
             print(text, end="", file=self.out, flush=True)
 
     def code_ready(self, attempt: Attempt) -> None:
+        if attempt.samples > 1:
+            return
         if self.stream_tokens:
             self._print()
         else:
@@ -54,6 +65,8 @@ class ConsoleObserver(SolveObserver):
         self._print(self._style("Running it in a fresh kernel ...", "2"))
 
     def output(self, attempt: Attempt, output: dict[str, Any]) -> None:
+        if attempt.samples > 1:
+            return
         kind = output.get("output_type")
         if kind == "stream":
             print(output.get("text", ""), end="", file=self.out, flush=True)
@@ -65,49 +78,120 @@ class ConsoleObserver(SolveObserver):
                 self._print(self._style(f"[{', '.join(sorted(data))}]", "2"))
 
     def attempt_finished(self, attempt: Attempt) -> None:
+        if attempt.samples > 1:
+            self._print(f"  program {attempt.sample}: {self._verdict(attempt)}")
+            return
         if attempt.code is None:
             self._print(self._style(f"No code in the reply: {attempt.no_code_reason}", "33"))
+        elif attempt.refusal is not None:
+            self._print(self._style(attempt.refusal, "33"))
         elif attempt.execution is not None and attempt.execution.error is not None:
             self._print(self._style(attempt.execution.error.traceback.strip(), "31"))
+        elif attempt.off_target is not None:
+            self._print(self._style(f"The program {attempt.off_target}.", "33"))
         elif attempt.correct is False:
             self._print(self._style("The program ran but its answer is wrong.", "33"))
         timing = f"model {attempt.generate_s:.1f} s, run {attempt.execute_s:.2f} s"
         verdict = self._style("ok", "32") if attempt.good else self._style("failed", "31")
         self._print(self._style(f"[attempt {attempt.index}: {verdict}; {timing}]", "2"))
 
+    def _verdict(self, attempt: Attempt) -> str:
+        if attempt.good:
+            return self._style(attempt.answer or "(ran; printed nothing)", "32")
+        error = attempt.execution.error if attempt.execution else None
+        detail = f"{error.ename}: {error.evalue}" if error else (attempt.refusal or attempt.off_target or attempt.error_type or "failed")
+        return self._style(" ".join(str(detail).split())[:100], "31")
+
+    def vote_taken(self, session: Session, vote: Vote) -> None:
+        if vote.candidates <= 1:
+            return
+        self._print(self._style(f"Vote: {vote.tally}" + (f" on {vote.winner.answer.text}" if vote.winner else ""), "1"))
+        if len(vote.groups) > 1:
+            others = "; ".join(f"{g.answer.text} ({g.votes})" for g in vote.groups[1:])
+            self._print(self._style(f"  other answers: {others}", "33"))
+        final = session.final
+        if vote.winner is not None and final is not None:
+            self._print(self._style(f"── Program {final.sample} (the shortest with the winning answer) ──", "2"))
+            self._print(final.code or "")
+
     def session_finished(self, session: Session) -> None:
         if session.succeeded:
             answer = session.answer if session.answer is not None else "(the program ran; see its output above)"
-            self._print(self._style(f"Answer: {answer}", "1;32"))
+            doubt = {"medium": " (most programs agree, check it)",
+                     "low": " (NOT SURE: the programs disagree)"}.get(session.confidence, "")
+            self._print(self._style(f"Answer: {answer}{doubt}", "1;32" if session.confidence != "low" else "1;33"))
         else:
-            self._print(self._style(f"No working program after {len(session.attempts)} attempt(s).", "1;31"))
+            self._print(self._style(f"No working program after {session.rounds} attempt(s).", "1;31"))
 
 
-def _add_model_options(parser: argparse.ArgumentParser) -> None:
+def _listed(kind: Callable[[str], Any]) -> Callable[[str], list[Any]]:
+    """An argparse type for comma-separated lists (``--samples 1,5``): each item checked by ``kind``."""
+
+    def parse(text: str) -> list[Any]:
+        return [kind(item.strip()) for item in text.split(",") if item.strip()]
+
+    return parse
+
+
+def _dtype_option(text: str) -> str:
+    if text not in {"auto", "float32", "bfloat16", "float16"}:
+        raise argparse.ArgumentTypeError(f"--dtype is one of auto, float32, bfloat16, float16, not {text!r}")
+    return text
+
+
+def _prompt_option(text: str) -> str:
+    try:
+        return prompts.prompt_style(text).name
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
+
+
+def _add_model_options(parser: argparse.ArgumentParser, *, lists: bool = False) -> None:
+    """Options shared by ``ask`` and ``bench``; with ``lists``, samples/dtype/prompt take
+    comma-separated values that the benchmark compares side by side."""
     parser.add_argument("--model", default=os.environ.get("PAL_JUPYTER_MODEL", presets.DEFAULT_MODEL),
                         help="preset (default, lite), model directory, .gguf file or Hugging Face id")
     parser.add_argument("--device", default="auto", help="auto (GPU when present), cpu, cuda, cuda:1 ...")
-    parser.add_argument("--dtype", default="auto", help="auto (bf16 on GPU, fp32 on CPU), float32, bfloat16")
+    also = " (several, comma-separated, are compared side by side)" if lists else ""
+    parser.add_argument("--dtype", default=["auto"] if lists else "auto",
+                        type=_listed(_dtype_option) if lists else _dtype_option,
+                        help="auto (bf16 on a GPU or a CPU with AMX/AVX512-BF16, else fp32), float32, bfloat16" + also)
+    parser.add_argument("--samples", "-k", default=[DEFAULT_SAMPLES] if lists else DEFAULT_SAMPLES,
+                        type=_listed(samples_argument) if lists else samples_argument,
+                        help=f"programs written and run per attempt; the answer most of them print wins "
+                             f"(default {DEFAULT_SAMPLES})" + also)
+    if lists:
+        parser.add_argument("--prompt", default=[prompts.DEFAULT_STYLE], type=_listed(_prompt_option),
+                            help=f"prompt style(s): {', '.join(prompts.PROMPT_STYLES)}" + also)
     parser.add_argument("--max-attempts", type=int, default=3, help="attempts per question, repairs included")
     parser.add_argument("--max-new-tokens", type=int, default=512)
-    parser.add_argument("--temperature", type=float, default=0.0, help="0 = greedy (default)")
+    parser.add_argument("--temperature", type=_listed(float) if lists else float, default=[None] if lists else None,
+                        help=f"default: greedy for one program, {SAMPLE_TEMPERATURE} when several are drawn" + also)
     parser.add_argument("--seed", type=int, default=None)
     parser.add_argument("--timeout", type=float, default=30.0, help="seconds a program may run")
     parser.add_argument("--memory-gib", type=float, default=2.0, help="address-space limit of the child kernel")
 
 
 def _generation(args: argparse.Namespace) -> GenerationOptions:
-    return GenerationOptions(max_new_tokens=args.max_new_tokens, temperature=args.temperature, seed=args.seed)
+    temperature = None if isinstance(args.temperature, list) else args.temperature  # bench: per config
+    return GenerationOptions(max_new_tokens=args.max_new_tokens, temperature=temperature, seed=args.seed)
 
 
 def _limits(args: argparse.Namespace) -> ExecutorLimits:
     return ExecutorLimits(timeout_s=args.timeout, memory_bytes=int(args.memory_gib * 1024**3))
 
 
+class _Parser(argparse.ArgumentParser):
+    """argparse, but a usage mistake is one line (and exit status 2), not a usage dump."""
+
+    def error(self, message: str) -> NoReturn:
+        self.exit(2, f"{self.prog}: {message} (see {self.prog} --help)\n")
+
+
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="pal-jupyter", description=__doc__)
+    parser = _Parser(prog="pal-jupyter", description=__doc__)
     parser.add_argument("-v", "--verbose", action="store_true", help="log progress details")
-    commands = parser.add_subparsers(dest="command", required=True)
+    commands = parser.add_subparsers(dest="command", required=True, parser_class=_Parser)
 
     ask = commands.add_parser("ask", help="answer one question with a program, repairing it if it fails")
     ask.add_argument("question", nargs="+")
@@ -125,7 +209,7 @@ def build_parser() -> argparse.ArgumentParser:
     bench.add_argument("--trace", default=None, help="also write every attempt to this JSONL trace")
     bench.add_argument("--check-answers", action="store_true",
                        help="feed 'wrong answer' back for repair too (oracle feedback, reported as such)")
-    _add_model_options(bench)
+    _add_model_options(bench, lists=True)
 
     leti = commands.add_parser("leti", help="turn a trace file into LeTI training text")
     leti.add_argument("trace")
@@ -142,23 +226,23 @@ def build_parser() -> argparse.ArgumentParser:
 def cmd_ask(args: argparse.Namespace) -> int:
     observer = ConsoleObserver(stream_tokens=not args.quiet)
     trace = None if args.no_trace else TraceWriter(args.trace or default_trace_path())
-    with KernelPool(_limits(args)) as pool:  # the kernel warms up while the model loads
-        backend = _load(args)
+    with KernelPool(_limits(args)) as pool:  # the kernels warm up while the model loads
+        backend = _load(args.model, args.device, args.dtype)
         session = solve(
             " ".join(args.question), model=backend, executor=pool, max_attempts=args.max_attempts,
-            generation=_generation(args), trace=trace, observer=observer,
+            samples=args.samples, generation=_generation(args), trace=trace, observer=observer,
         )
     if args.json:
         print(json.dumps(to_jsonable(session), indent=2, default=str))
     return 0 if session.succeeded else 1
 
 
-def _load(args: argparse.Namespace) -> Any:
-    if presets.find_preset(args.model) and not presets.is_prepared(args.model):
-        print(f"First use of {args.model!r}: assembling and converting the model once into "
+def _load(model: str, device: str, dtype: str) -> Any:
+    if presets.find_preset(model) and not presets.is_prepared(model):
+        print(f"First use of {model!r}: assembling and converting the model once into "
               f"{presets.cache_dir()} (about 1-2 minutes) ...", file=sys.stderr, flush=True)
-    print(f"Loading model {args.model!r} ...", file=sys.stderr, flush=True)
-    backend = load_model(args.model, device=args.device, dtype=args.dtype)
+    print(f"Loading model {model!r} ...", file=sys.stderr, flush=True)
+    backend = load_model(model, device=device, dtype=dtype)
     print(f"Model ready on {backend.device} ({backend.dtype}) in {backend.load_seconds:.1f} s", file=sys.stderr, flush=True)
     return backend
 
@@ -166,31 +250,57 @@ def _load(args: argparse.Namespace) -> Any:
 def cmd_bench(args: argparse.Namespace) -> int:
     from tqdm import tqdm
 
-    from .bench import format_summary, read_rows, run_benchmark, summarize, write_report
+    from .bench import Config, format_summaries, read_rows, run_benchmark, summarize, write_report
 
     rows = read_rows(args.data, args.limit, args.offset)
     if not rows:
         raise PalError(f"No rows in {args.data} (offset {args.offset}).")
-    with KernelPool(_limits(args)) as pool:
-        backend = _load(args)
+    configs = [Config(samples=k, dtype=d, prompt=p, temperature=t)
+               for d in args.dtype for p in args.prompt for t in args.temperature for k in args.samples]
+    loaded: dict[str, Any] = {}
+
+    def backend_for(config: Config) -> Any:
+        if config.dtype not in loaded:
+            loaded[config.dtype] = _load(args.model, args.device, config.dtype)
+        return loaded[config.dtype]
+
+    for dtype in args.dtype:  # load up front: loading is not part of any question's time
+        backend_for(Config(dtype=dtype))
+    with KernelPool(_limits(args), warm=max(args.samples)) as pool:
         trace = TraceWriter(args.trace) if args.trace else None
         results = []
-        progress = tqdm(total=len(rows), desc="questions", unit="q")
-        for result in run_benchmark(rows, backend, pool, max_attempts=args.max_attempts,
+        progress = tqdm(total=len(rows) * len(configs), desc="questions", unit="q")
+        for result in run_benchmark(rows, backend_for, pool, configs, max_attempts=args.max_attempts,
                                     check_answers=args.check_answers, generation=_generation(args), trace=trace):
             results.append(result)
             progress.update()
-            progress.set_postfix(correct=f"{sum(r.final_correct for r in results)}/{len(results)}")
+            progress.set_postfix(_tally(results, configs))
         progress.close()
-    summary = summarize(results, model=backend.name, load_seconds=getattr(backend, "load_seconds", 0.0),
-                        check_answers=args.check_answers)
-    summary.update(data=str(args.data), offset=args.offset, max_attempts=args.max_attempts, device=backend.device,
-                   dtype=backend.dtype)
-    print(format_summary(summary))
-    out = Path(args.out or f"bench-results/{Path(args.data).stem}-{Path(str(backend.name)).name}-{time.strftime('%Y%m%d-%H%M%S')}.json")
-    write_report(out, summary, results)
-    print(f"report written to {out}")
+    summaries = []
+    for config in configs:
+        backend = backend_for(config)
+        summary = summarize([r for r in results if r.config == config], model=backend.name,
+                            load_seconds=getattr(backend, "load_seconds", 0.0), check_answers=args.check_answers)
+        summary.update(data=str(args.data), offset=args.offset, max_attempts=args.max_attempts,
+                       device=backend.device, dtype=backend.dtype)
+        summaries.append(summary)
+    print(format_summaries(summaries))
+    stem = f"{Path(str(args.data)).stem}-{Path(str(args.model)).name}-{time.strftime('%Y%m%d-%H%M%S')}"
+    for path in write_report(args.out or f"bench-results/{stem}.json", summaries, results):
+        print(f"written: {path}")
     return 0
+
+
+def _tally(results: list[Any], configs: list[Any]) -> dict[str, str]:
+    """The progress bar's running score per config."""
+    tally = {}
+    for config in configs:
+        done = [r for r in results if r.config == config]
+        tally[f"k{config.samples}" + (f"-{config.dtype[:4]}" if len({c.dtype for c in configs}) > 1 else "")
+              + (f"-{config.prompt}" if len({c.prompt for c in configs}) > 1 else "")
+              + (f"-T{config.temperature:g}" if len({c.temperature for c in configs}) > 1 else "")] = \
+            f"{sum(r.correct for r in done)}/{len(done)}"
+    return tally
 
 
 def cmd_leti(args: argparse.Namespace) -> int:

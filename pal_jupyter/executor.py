@@ -35,10 +35,10 @@ import tempfile
 import threading
 import time
 from collections import deque
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from queue import Empty
+from queue import Empty, Queue
 from typing import Any
 
 import cloudpickle
@@ -52,6 +52,7 @@ from .records import ErrorInfo, ExecutionResult, StopReason
 logger = logging.getLogger(__name__)
 
 OutputCallback = Callable[[dict[str, Any]], None]
+IndexedOutputCallback = Callable[[int, dict[str, Any]], None]  # (which program, output)
 
 MIN_MEMORY_BYTES = int(1.5 * 1024**3)  # an idle warm kernel reserves ~0.4-1 GiB of address space
 PROGRAM_FILENAME = "program.py"  # what tracebacks call the generated program
@@ -840,6 +841,65 @@ class KernelPool:
             kernel.shutdown()
             with self._cond:
                 self._live.discard(kernel)
+
+    def run_many(
+        self,
+        programs: Sequence[tuple[str, Mapping[str, Any] | None]],
+        *,
+        on_output: IndexedOutputCallback | None = None,
+    ) -> list[ExecutionResult | KernelError]:
+        """Run several programs at once, each in its own fresh kernel, and return their results
+        in order.
+
+        Used for the candidate programs of one question: none can see another's variables,
+        files or imports, and one that hangs, floods or kills its kernel costs only its own
+        result (its kernel is replaced as usual). ``on_output(i, output)`` is called from this
+        thread, never from the workers, so a UI can update safely. A program whose kernel could
+        not start gets a :class:`KernelError` in its place.
+        """
+        blobs = [pickle_variables(variables or {}) for _, variables in programs]  # fail before starting
+        self.ensure_warm(len(programs))
+        events: Queue[tuple[int, dict[str, Any]] | None] = Queue()
+        results: list[ExecutionResult | KernelError | None] = [None] * len(programs)
+
+        def run_one(index: int) -> None:
+            try:
+                kernel = self.acquire()
+                try:
+                    results[index] = kernel._run(programs[index][0], blobs[index], lambda out: events.put((index, out)))
+                finally:
+                    kernel.shutdown()
+                    with self._cond:
+                        self._live.discard(kernel)
+            except KernelError as exc:
+                results[index] = exc
+            finally:
+                events.put(None)
+
+        workers = [threading.Thread(target=run_one, args=(i,), name=f"pal-run-{i}", daemon=True)
+                   for i in range(len(programs))]
+        for worker in workers:
+            worker.start()
+        finished = 0
+        while finished < len(workers):
+            event = events.get()
+            if event is None:
+                finished += 1
+            elif on_output is not None:
+                try:
+                    on_output(*event)
+                except Exception:  # a broken UI callback must not break the runs
+                    logger.exception("on_output callback failed")
+        for worker in workers:
+            worker.join()
+        return [r if r is not None else KernelError("The program was not run.") for r in results]
+
+    def ensure_warm(self, count: int) -> None:
+        """Keep at least ``count`` kernels ready from now on (e.g. one per candidate program)."""
+        with self._cond:
+            if count > self.warm and not self._closed:
+                self.warm = count
+                self._top_up()
 
     def close(self) -> None:
         """Shut every kernel down (waiting for ones still starting). Idempotent."""

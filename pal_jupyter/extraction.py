@@ -115,3 +115,76 @@ def free_names(code: str) -> set[str]:
         elif isinstance(node, (ast.Import, ast.ImportFrom)):
             stored.update((a.asname or a.name).split(".")[0] for a in node.names)
     return loaded - stored - set(dir(builtins))
+
+
+@dataclass
+class Replacement:
+    """A program binding a name the user handed over to something not derived from it."""
+
+    name: str
+    lineno: int
+    line: str
+
+
+def replaced_variables(code: str, names: set[str] | frozenset[str]) -> list[Replacement]:
+    """Where ``code`` rebinds one of ``names`` to a value that does not use it.
+
+    Small models, given a DataFrame ``sales``, sometimes start with ``sales = pd.DataFrame({...})``
+    ("# Sample data") and answer a question about invented numbers. ``sales = sales.dropna()``
+    is fine (it derives from the real data); ``sales = pd.DataFrame(...)``, ``sales =
+    pd.read_csv(...)``, ``for sales in ...`` and ``def sales(...)`` are not.
+    """
+    if not names:
+        return []
+    try:
+        tree = ast.parse(code)
+    except SyntaxError:
+        return []
+    lines = code.splitlines()
+    found: list[Replacement] = []
+
+    def report(name: str, node: ast.AST) -> None:
+        lineno = getattr(node, "lineno", 0)
+        text = lines[lineno - 1].strip() if 0 < lineno <= len(lines) else ""
+        found.append(Replacement(name, lineno, text))
+
+    for node in ast.walk(tree):
+        if isinstance(node, (ast.Assign, ast.AnnAssign, ast.NamedExpr)):
+            targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+            value_names = _names_read(node.value) if node.value is not None else set()
+            for name in _bound_names(targets) & names:
+                if name not in value_names:
+                    report(name, node)
+        elif isinstance(node, (ast.For, ast.AsyncFor, ast.comprehension)):
+            for name in _bound_names([node.target]) & names:
+                report(name, node.iter if isinstance(node, ast.comprehension) else node)
+        elif isinstance(node, (ast.With, ast.AsyncWith)):
+            for item in node.items:
+                if item.optional_vars is not None:
+                    for name in _bound_names([item.optional_vars]) & names:
+                        report(name, node)
+        elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)) and node.name in names:
+            report(node.name, node)
+        elif isinstance(node, (ast.Import, ast.ImportFrom)):
+            for alias in node.names:
+                bound = (alias.asname or alias.name).split(".")[0]
+                if bound in names:
+                    report(bound, node)
+    return sorted(found, key=lambda r: r.lineno)
+
+
+def _bound_names(targets: list[ast.expr]) -> set[str]:
+    """Plain names bound by assignment targets (``a``, ``a, b``, ``[a, *b]``; not ``a[0]`` or ``a.x``)."""
+    bound: set[str] = set()
+    for target in targets:
+        if isinstance(target, ast.Name):
+            bound.add(target.id)
+        elif isinstance(target, (ast.Tuple, ast.List)):
+            bound |= _bound_names(list(target.elts))
+        elif isinstance(target, ast.Starred):
+            bound |= _bound_names([target.value])
+    return bound
+
+
+def _names_read(node: ast.AST) -> set[str]:
+    return {n.id for n in ast.walk(node) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load)}

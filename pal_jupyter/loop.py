@@ -1,9 +1,15 @@
-"""The repair loop: question -> prompt -> model -> code -> child kernel -> feedback -> next prompt.
+"""The repair loop: question -> prompt -> model -> programs -> child kernels -> vote -> feedback -> next prompt.
 
 :func:`solve` is the one entry point that the ``%%pal`` magic, the CLI and the benchmark all
 call. It is a plain function over explicit collaborators (a model backend and a kernel pool),
 reports progress to an optional :class:`SolveObserver`, and returns a :class:`Session` holding
-a typed :class:`Attempt` for every model turn.
+a typed :class:`Attempt` for every program and the :class:`Vote` that chose the answer.
+
+Each round draws ``samples`` programs from one prompt in a single batched generation, runs
+each in its own fresh kernel, and takes a vote over their answers (PAL's self-consistency:
+see :mod:`pal_jupyter.vote`). The question is settled as soon as a round has an answer; only
+when no program of a round worked is one of the failures fed back for repair (LeTI), and the
+next round draws ``samples`` corrections of it.
 """
 
 from __future__ import annotations
@@ -12,26 +18,37 @@ import contextlib
 import logging
 import time
 import uuid
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
 from . import prompts
-from .errors import EmptyQuestionError, NoCodeError
+from .errors import EmptyQuestionError, KernelError, NoCodeError
 from .executor import ExecutorLimits, KernelPool
-from .extraction import extract_code, free_names
-from .model import GenerationOptions, ModelBackend, load_model
-from .records import Attempt, ExecutionResult, Session
+from .extraction import extract_code, free_names, replaced_variables
+from .model import Generation, GenerationOptions, ModelBackend, generate_candidates, load_model
+from .records import Attempt, ExecutionResult, Session, Vote
 from .trace import TraceWriter
+from .vote import mark_off_target, read_answer, take_vote
 
 log = logging.getLogger(__name__)
 
 Checker = Callable[[ExecutionResult], bool]
 
+MAX_SAMPLES = 16  # programs per round; beyond this a batch costs more than the vote gains
+#: Programs per round when the caller does not say (README, "Self-consistency": how it was chosen).
+DEFAULT_SAMPLES = 5
+_UNFIXABLE = {"Timeout", "KernelDied", "OutputLimit"}  # errors a repair prompt explains badly
+
 
 class SolveObserver:
-    """Receives progress while :func:`solve` runs. Override what you need; all are no-ops."""
+    """Receives progress while :func:`solve` runs. Override what you need; all are no-ops.
+
+    Per round: ``attempt_started`` for each candidate, then ``token`` as they are written (the
+    candidates of a round stream together), ``code_ready`` and ``output`` per program,
+    ``attempt_finished`` per program, and ``vote_taken`` once the round is tallied.
+    """
 
     def session_started(self, session: Session) -> None: ...
     def attempt_started(self, attempt: Attempt) -> None: ...
@@ -39,7 +56,20 @@ class SolveObserver:
     def code_ready(self, attempt: Attempt) -> None: ...
     def output(self, attempt: Attempt, output: dict[str, Any]) -> None: ...
     def attempt_finished(self, attempt: Attempt) -> None: ...
+    def vote_taken(self, session: Session, vote: Vote) -> None: ...
     def session_finished(self, session: Session) -> None: ...
+
+
+def check_samples(samples: int) -> int:
+    """``samples`` if it is a usable number of programs per round, else a ValueError that says why."""
+    if isinstance(samples, bool) or not isinstance(samples, int):
+        raise ValueError(f"samples must be a whole number from 1 to {MAX_SAMPLES}, not {samples!r}.")
+    if not 1 <= samples <= MAX_SAMPLES:
+        raise ValueError(
+            f"samples must be from 1 to {MAX_SAMPLES} (got {samples}): it is how many programs are "
+            "written and run per attempt; 5 is a good choice."
+        )
+    return samples
 
 
 def solve(
@@ -48,6 +78,8 @@ def solve(
     model: ModelBackend | str = "default",
     executor: KernelPool | None = None,
     max_attempts: int = 3,
+    samples: int = 1,
+    prompt_style: str = prompts.DEFAULT_STYLE,
     checker: Checker | None = None,
     variables: Mapping[str, Any] | None = None,
     namespace: Mapping[str, Any] | None = None,
@@ -56,23 +88,31 @@ def solve(
     trace: str | Path | TraceWriter | None = None,
     observer: SolveObserver | None = None,
 ) -> Session:
-    """Answer ``question`` with a program, repairing it from interpreter feedback.
+    """Answer ``question`` with programs, voting over their answers and repairing failures.
 
-    Stops at the first attempt that runs cleanly (and that ``checker`` accepts, when given),
-    or after ``max_attempts``. ``variables`` are copied into the child kernel and described in the
-    prompt; of ``namespace`` (e.g. a notebook's globals) only the names a program actually uses
-    are copied in, so a program can work on the user's data it was not told about. Every attempt is
-    appended to ``trace`` (a JSONL path) when given. The returned session's ``final`` attempt is
-    the one to show: the successful program, or the last one tried.
+    Each attempt (round) draws ``samples`` programs in one batch and runs them all; the answer
+    most of them print wins (``session.vote``, ``session.agreement``). The question is done at
+    the first round where a program works (and ``checker``, when given, accepts it); otherwise
+    a failure is fed back and the next round repairs it, up to ``max_attempts`` rounds.
+    ``variables`` are copied into the child kernel and described in the prompt, and a program
+    that replaces one of them with invented data is refused before it runs; of ``namespace``
+    (e.g. a notebook's globals) only the names a program actually uses are copied in. Every
+    program is appended to ``trace`` (a JSONL path) when given. ``prompt_style`` picks the
+    worked examples (:data:`pal_jupyter.prompts.PROMPT_STYLES`).
     """
     question = (question or "").strip()
     if not question:
         raise EmptyQuestionError()
     if max_attempts < 1:
         raise ValueError("max_attempts must be at least 1")
+    check_samples(samples)
+    prompts.prompt_style(prompt_style)  # an unknown style fails before anything starts
+    generation = generation or GenerationOptions()
+    generation.temperature_for(samples)  # greedy decoding cannot draw several programs
     observer = observer or SolveObserver()
     writer = TraceWriter(trace) if isinstance(trace, (str, Path)) else trace
-    with _pool(executor, limits) as pool:  # starts warming a kernel while the model loads
+    with _pool(executor, limits) as pool:  # starts warming kernels while the model loads
+        pool.ensure_warm(samples)
         backend = load_model(model) if isinstance(model, str) else model
         session = Session(
             id=uuid.uuid4().hex[:12],
@@ -80,63 +120,123 @@ def solve(
             model=backend.name,
             started_at=datetime.now(timezone.utc).isoformat(timespec="seconds"),
             variables=sorted(variables or {}),
+            samples=samples,
         )
         observer.session_started(session)
         start = time.perf_counter()
-        messages = prompts.pal_messages(question, variables)
+        messages = prompts.pal_messages(question, variables, style=prompt_style)
+        repaired: list[str | None] = []  # the programs fed back so far
+        round_ = _Round(backend, pool, samples, checker, variables, namespace, generation, observer)
         for index in range(1, max_attempts + 1):
-            attempt = _run_attempt(index, messages, backend, pool, checker, variables, namespace, generation, observer)
-            session.attempts.append(attempt)
+            candidates = round_.run(index, messages, question)
+            session.attempts.extend(candidates)
+            session.vote = take_vote(candidates)
             session.seconds = time.perf_counter() - start
             if writer is not None:
-                _record(writer, session, attempt)
-            observer.attempt_finished(attempt)
-            if attempt.good:
+                for attempt in candidates:
+                    _record(writer, session, attempt)
+            observer.vote_taken(session, session.vote)
+            if session.vote.winner is not None or any(a.good for a in candidates):
                 break
-            repeated = any(a.code == attempt.code for a in session.attempts[:-1] if a.code is not None)
-            messages = prompts.repair_messages(question, attempt.code, attempt.feedback, variables, repeated=repeated)
+            basis = repair_basis(candidates)
+            messages = prompts.repair_messages(
+                question, basis.code, basis.feedback, variables, repeated=basis.code in repaired and basis.code is not None
+            )
+            repaired.append(basis.code)
     observer.session_finished(session)
     if not any(a.code is not None for a in session.attempts):
         raise NoCodeError(
-            f"The model wrote no Python code in {len(session.attempts)} attempt(s); "
+            f"The model wrote no Python code in {len(session.attempts)} program(s); "
             f"last reply: {session.attempts[-1].no_code_reason}. Try rephrasing the question or a larger model."
         )
     return session
 
 
-def _run_attempt(
-    index: int,
-    messages: list[dict[str, str]],
-    backend: ModelBackend,
-    pool: KernelPool,
-    checker: Checker | None,
-    variables: Mapping[str, Any] | None,
-    namespace: Mapping[str, Any] | None,
-    generation: GenerationOptions | None,
-    observer: SolveObserver,
-) -> Attempt:
-    attempt = Attempt(index=index, kind="initial" if index == 1 else "repair", messages=messages)
-    observer.attempt_started(attempt)
-    reply = backend.generate(messages, generation, on_token=lambda text: observer.token(attempt, text))
-    attempt.completion = reply.text
-    attempt.prompt_tokens, attempt.completion_tokens = reply.prompt_tokens, reply.completion_tokens
-    attempt.generate_s, attempt.first_token_s = reply.seconds, reply.first_token_s
-    try:
-        extracted = extract_code(reply.text)
-    except NoCodeError as exc:
-        attempt.no_code_reason = str(exc)
-        attempt.feedback = "No Python code block was found in the reply."
-        return attempt
-    attempt.code, attempt.explanation = extracted.code, extracted.explanation
-    observer.code_ready(attempt)
-    run_variables = {**_used_from(namespace, attempt.code), **(variables or {})}
-    result = pool.run(attempt.code, run_variables, on_output=lambda out: observer.output(attempt, out))
-    attempt.execution, attempt.execute_s = result, result.duration_s
-    attempt.answer = _last_line(result.stdout)  # what it printed; a table or plot is not "an answer"
-    if checker is not None and result.ok:
-        attempt.correct = bool(checker(result))
-    attempt.feedback = prompts.execution_feedback(result, attempt.correct, attempt.code)
-    return attempt
+def repair_basis(candidates: Sequence[Attempt]) -> Attempt:
+    """The failed program of a round that is most worth repairing.
+
+    A program that ran but answered in the wrong form is closest to right; then one that raised
+    an error the interpreter explains (not a timeout or a dead kernel); then any program; then
+    a reply without code.
+    """
+    return (
+        next((a for a in candidates if a.off_target), None)
+        or next((a for a in candidates if a.code is not None and a.error_type not in _UNFIXABLE), None)
+        or next((a for a in candidates if a.code is not None), None)
+        or candidates[0]
+    )
+
+
+class _Round:
+    """One prompt -> ``samples`` programs -> runs -> answers. Holds what every round shares."""
+
+    def __init__(
+        self,
+        backend: ModelBackend,
+        pool: KernelPool,
+        samples: int,
+        checker: Checker | None,
+        variables: Mapping[str, Any] | None,
+        namespace: Mapping[str, Any] | None,
+        generation: GenerationOptions,
+        observer: SolveObserver,
+    ):
+        self.backend, self.pool, self.samples, self.checker = backend, pool, samples, checker
+        self.variables, self.namespace = dict(variables or {}), namespace
+        self.generation, self.observer = generation, observer
+
+    def run(self, index: int, messages: list[dict[str, str]], question: str) -> list[Attempt]:
+        kind = "initial" if index == 1 else "repair"
+        attempts = [
+            Attempt(index=index, kind=kind, messages=messages, sample=i + 1, samples=self.samples)
+            for i in range(self.samples)
+        ]
+        for attempt in attempts:
+            self.observer.attempt_started(attempt)
+        replies = generate_candidates(
+            self.backend, messages, self.samples, self.generation,
+            on_token=lambda row, text: self.observer.token(attempts[row], text),
+        )
+        for attempt, reply in zip(attempts, replies):
+            self._read_reply(attempt, reply)
+        self._execute([a for a in attempts if a.code is not None and a.refusal is None])
+        for attempt in attempts:
+            attempt.program_answer = read_answer(attempt.execution)
+        mark_off_target(attempts, question)
+        for attempt in attempts:
+            if attempt.execution is not None:
+                attempt.feedback = prompts.execution_feedback(
+                    attempt.execution, attempt.correct, attempt.code, off_target=attempt.off_target
+                )
+            self.observer.attempt_finished(attempt)
+        return attempts
+
+    def _read_reply(self, attempt: Attempt, reply: Generation) -> None:
+        attempt.completion = reply.text
+        attempt.prompt_tokens, attempt.completion_tokens = reply.prompt_tokens, reply.completion_tokens
+        attempt.generate_s, attempt.first_token_s = reply.seconds, reply.first_token_s
+        try:
+            extracted = extract_code(reply.text)
+        except NoCodeError as exc:
+            attempt.no_code_reason = str(exc)
+            attempt.feedback = "No Python code block was found in the reply."
+            return
+        attempt.code, attempt.explanation = extracted.code, extracted.explanation
+        replaced = replaced_variables(attempt.code, frozenset(self.variables))
+        if replaced:
+            attempt.refusal = attempt.feedback = prompts.replaced_data_feedback(replaced)
+
+    def _execute(self, runnable: list[Attempt]) -> None:
+        for attempt in runnable:
+            self.observer.code_ready(attempt)
+        programs = [(a.code or "", {**_used_from(self.namespace, a.code or ""), **self.variables}) for a in runnable]
+        results = self.pool.run_many(programs, on_output=lambda i, out: self.observer.output(runnable[i], out))
+        for attempt, result in zip(runnable, results):
+            if isinstance(result, KernelError):
+                raise result  # no kernel could start: not the program's fault, nothing to repair
+            attempt.execution, attempt.execute_s = result, result.duration_s
+            if self.checker is not None and result.ok:
+                attempt.correct = bool(self.checker(result))
 
 
 @contextlib.contextmanager
@@ -176,8 +276,3 @@ def _used_from(namespace: Mapping[str, Any] | None, code: str) -> dict[str, Any]
                 continue
             used[name] = namespace[name]
     return used
-
-
-def _last_line(text: str) -> str | None:
-    lines = [line.strip() for line in text.strip().splitlines() if line.strip()]
-    return lines[-1] if lines else None

@@ -23,10 +23,11 @@ from . import cells, tutoring
 from .classlog import ClassLog
 from .errors import PalError, PolicyError
 from .executor import ExecutorLimits, KernelPool
-from .loop import SolveObserver, solve
-from .model import GenerationOptions, load_model
+from .loop import DEFAULT_SAMPLES, MAX_SAMPLES, SolveObserver, solve
+from .model import SAMPLE_TEMPERATURE, GenerationOptions, load_model
+from .options import samples_argument
 from .policy import TeacherPolicy
-from .records import Session
+from .records import Attempt, Session
 from .trace import TraceWriter, default_trace_path
 from .widget import PalWidget
 
@@ -62,7 +63,12 @@ class PalMagics(Magics):
     max_attempts = Int(3, help="Attempts per question, repairs included.").tag(config=True)
     timeout = Float(30.0, help="Seconds a generated program may run.").tag(config=True)
     memory_gib = Float(2.0, help="Address-space limit of the child kernel, GiB (>= 1.5).").tag(config=True)
-    temperature = Float(0.0, help="0 = greedy decoding; > 0 samples.").tag(config=True)
+    samples = Int(DEFAULT_SAMPLES, min=1, max=MAX_SAMPLES,
+                  help="Programs written and run per attempt; the answer most of them print wins, and how many "
+                       "agree shows how sure it is. 1 = a single greedy program.").tag(config=True)
+    temperature = Float(None, allow_none=True,
+                        help=f"None = greedy for one program, {SAMPLE_TEMPERATURE} for several; > 0 samples."
+                        ).tag(config=True)
     seed = Int(None, allow_none=True, help="Random seed for sampling.").tag(config=True)
     max_new_tokens = Int(512, help="Most tokens the model may write per attempt.").tag(config=True)
     insert = Bool(True, help="Insert the final program as a new cell below the %%pal cell.").tag(config=True)
@@ -130,6 +136,8 @@ class PalMagics(Magics):
     @argument("-m", "--model", default=None, help="model for this question (see %%config PalMagics.model)")
     @argument("-n", "--max-attempts", type=int, default=None, help="attempts, repairs included")
     @argument("-t", "--timeout", type=float, default=None, help="seconds each program may run")
+    @argument("-k", "--samples", type=samples_argument, default=None,
+              help="programs per attempt; the answer most of them print wins (see %%config PalMagics.samples)")
     @argument("--temperature", type=float, default=None, help="0 = greedy; > 0 samples")
     @argument("--seed", type=int, default=None, help="random seed for sampling")
     @argument("-u", "--use", action="append", default=[], metavar="NAME[,NAME]",
@@ -197,6 +205,9 @@ class PalMagics(Magics):
             return self._policy_allows("model", args.model)
         return self.policy.model or self.model
 
+    def effective_samples(self, args: Any) -> int:
+        return self.samples if args.samples is None else args.samples
+
     def effective_attempts(self, args: Any) -> int:
         default = self.policy.max_attempts if self.policy.origin("max_attempts") == "config" else self.max_attempts
         if args.max_attempts is None:
@@ -239,11 +250,11 @@ class PalMagics(Magics):
             backend = self.backend(model_name)
             session = solve(
                 question, model=backend, executor=pool,
-                max_attempts=self.effective_attempts(args),
+                max_attempts=self.effective_attempts(args), samples=self.effective_samples(args),
                 variables=explicit, namespace=namespace, generation=self.generation(args),
                 trace=self.trace_writer(), observer=widget,
             )
-        except PalError as exc:
+        except (PalError, ValueError) as exc:
             if isinstance(widget, PalWidget):
                 widget.fail(str(exc))
             raise UsageError(str(exc)) from None
@@ -276,13 +287,15 @@ class PalMagics(Magics):
             from .cli import ConsoleObserver
 
             return ConsoleObserver()
-        view = PalWidget(question, model=model, on_insert=lambda index: self._insert_attempt(index, origin))
+        view = PalWidget(question, model=model,
+                         on_insert=lambda session, attempt: self._insert_attempt(session, attempt, origin))
         view.show()
         return view
 
-    def _insert_attempt(self, index: int, origin: str | None) -> None:
-        if self.last_session is not None:
-            cells.insert_program(self.shell, self.link, self.last_session, origin, index=index, allow_payload=False)
+    def _insert_attempt(self, session: Session | None, attempt: Attempt, origin: str | None) -> None:
+        """A widget's "Insert this program" button: that widget's session, that program."""
+        if session is not None:
+            cells.insert_program(self.shell, self.link, session, origin, attempt=attempt, allow_payload=False)
 
     def _explicit_variables(self, use: list[str]) -> dict[str, Any]:
         names = [n.strip() for group in use for n in group.split(",") if n.strip()]
@@ -343,13 +356,34 @@ class PalMagics(Magics):
 
 
 def load_ipython_extension(ipython: Any) -> None:
-    magics = PalMagics(shell=ipython, config=ipython.config)
+    magics = _configured_magics(ipython)
     ipython.register_magics(magics)
     for configurable in (magics, magics.policy):  # so that %config PalMagics / TeacherPolicy work
         if configurable not in ipython.configurables:
             ipython.configurables.append(configurable)
     magics.start()
     ipython._pal_magics = magics  # found again by unload
+
+
+def _configured_magics(ipython: Any) -> PalMagics:
+    """PalMagics with the shell's configuration, skipping values the traits refuse.
+
+    ``%config PalMagics.samples = 0`` is refused by the trait, yet IPython keeps the value in the
+    shell's config; without this, every later ``%load_ext pal_jupyter`` would fail on it.
+    """
+    from traitlets import TraitError
+    from traitlets.config import Config
+
+    settings = dict(ipython.config.get("PalMagics", {}))
+    others = Config({k: v for k, v in ipython.config.items() if k != "PalMagics"})
+    magics = PalMagics(shell=ipython, config=others)
+    for name, value in settings.items():
+        try:
+            setattr(magics, name, value)
+        except TraitError as exc:
+            log.warning("Ignoring PalMagics.%s = %r: %s", name, value, exc)
+            del ipython.config.PalMagics[name]
+    return magics
 
 
 def unload_ipython_extension(ipython: Any) -> None:

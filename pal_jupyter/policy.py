@@ -45,7 +45,7 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
-from traitlets import Bool, Enum, Int, List, TraitError, Unicode, default, validate
+from traitlets import Bool, Enum, Float, Int, List, TraitError, Unicode, default, validate
 from traitlets.config import Application, Config, Configurable
 from traitlets.config.loader import PyFileConfigLoader
 
@@ -77,6 +77,9 @@ class TeacherPolicy(Configurable):
     allow_solutions = Bool(True, help="Whether full programs may be inserted or revealed.").tag(config=True)
     max_attempts = Int(3, min=1, help="Most attempts (repairs included) per question.").tag(config=True)
     model = Unicode("", help="Model students should use ('' = no preference).").tag(config=True)
+    min_agreement = Float(0.6, min=0.0, max=1.0,
+                          help="Tutor mode: the share of the tutor's own programs that must agree on an answer "
+                               "before it gives hints towards it; below it, the tutor says it is not sure.").tag(config=True)
     log_dir = Unicode(help="Folder of the per-student JSONL class logs "
                            "(default: $PAL_JUPYTER_LOG_DIR or ~/.local/share/pal-jupyter/logs).").tag(config=True)
     locked = List(Unicode(), help="Settings students may not change from the notebook, "
@@ -129,7 +132,7 @@ class TeacherPolicy(Configurable):
                              f"known settings: {', '.join(self.setting_names())}")
         return self._guard(proposal)
 
-    @validate("mode", "max_hint_level", "allow_solutions", "max_attempts", "model", "log_dir")
+    @validate("mode", "max_hint_level", "allow_solutions", "max_attempts", "model", "log_dir", "min_agreement")
     def _refuse_locked(self, proposal: Any) -> Any:
         return self._guard(proposal)
 

@@ -14,6 +14,7 @@ import difflib
 import re
 import textwrap
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 from .model import ChatMessage
@@ -24,34 +25,154 @@ SYSTEM = (
     "that computes the answer and prints it, so the computer does the arithmetic. Use clear "
     "variable names and brief comments. Reply with exactly one ```python code block."
 )
+PAL_SYSTEM = (
+    "You are a patient Python tutor. You answer questions by writing a Python function "
+    "solution() that computes the answer step by step, one named variable per quantity, and "
+    "returns it, so the computer does the arithmetic. Reply with exactly one ```python code block."
+)
 
-# GSM8K train questions 1 and 3 (MIT licence, ../shared/data/gsm8k), rewritten as programs.
-FEW_SHOT: tuple[tuple[str, str], ...] = (
-    (
+
+@dataclass(frozen=True)
+class WorkedExample:
+    """A GSM8K *train* question (MIT licence, ../shared/data/gsm8k) solved as a program.
+
+    ``steps`` are the program's lines without the final print/return; ``result`` names the
+    variable holding the answer, and ``answer`` is the data set's reference answer, which the
+    tests check the program against.
+    """
+
+    question: str
+    steps: str
+    result: str
+    answer: float
+
+    def as_script(self) -> str:
+        """The flat-script style: the steps, then ``print(result)``."""
+        return f"```python\n{self.steps}\nprint({self.result})\n```"
+
+    def as_pal_function(self) -> str:
+        """PAL's style (reasoning-machines/pal, GSM8K prompt): ``def solution()`` with the
+        question as docstring, returning ``result``."""
+        body = textwrap.indent(f"{self.steps}\nresult = {self.result}\nreturn result", "    ")
+        return f'```python\ndef solution():\n    """{self.question}"""\n{body}\n```'
+
+
+# GSM8K train rows 0, 2, 1, 3, 4, 5, 9 and 10: sums, fractions, unit rates, "remaining",
+# per-year totals, percentages, overtime rules and a small equation.
+WORKED_EXAMPLES: tuple[WorkedExample, ...] = (
+    WorkedExample(
         "Natalia sold clips to 48 of her friends in April, and then she sold half as many clips "
         "in May. How many clips did Natalia sell altogether in April and May?",
-        "```python\n"
         "clips_april = 48\n"
         "clips_may = clips_april / 2  # half as many in May\n"
-        "total_clips = clips_april + clips_may\n"
-        "print(total_clips)\n"
-        "```",
+        "total_clips = clips_april + clips_may",
+        "total_clips", 72,
     ),
-    (
+    WorkedExample(
         "Betty is saving money for a new wallet which costs $100. Betty has only half of the "
         "money she needs. Her parents decided to give her $15 for that purpose, and her "
         "grandparents twice as much as her parents. How much more money does Betty need to buy "
         "the wallet?",
-        "```python\n"
         "wallet_cost = 100\n"
         "betty_has = wallet_cost / 2\n"
         "from_parents = 15\n"
         "from_grandparents = 2 * from_parents  # twice as much as her parents\n"
-        "still_needed = wallet_cost - betty_has - from_parents - from_grandparents\n"
-        "print(still_needed)\n"
-        "```",
+        "still_needed = wallet_cost - betty_has - from_parents - from_grandparents",
+        "still_needed", 5,
+    ),
+    WorkedExample(
+        "Weng earns $12 an hour for babysitting. Yesterday, she just did 50 minutes of "
+        "babysitting. How much did she earn?",
+        "hourly_rate = 12  # dollars per hour\n"
+        "minutes_worked = 50\n"
+        "pay_per_minute = hourly_rate / 60\n"
+        "earnings = pay_per_minute * minutes_worked",
+        "earnings", 10,
+    ),
+    WorkedExample(
+        "Julie is reading a 120-page book. Yesterday, she was able to read 12 pages and today, "
+        "she read twice as many pages as yesterday. If she wants to read half of the remaining "
+        "pages tomorrow, how many pages should she read?",
+        "total_pages = 120\n"
+        "read_yesterday = 12\n"
+        "read_today = 2 * read_yesterday  # twice as many as yesterday\n"
+        "remaining = total_pages - read_yesterday - read_today\n"
+        "read_tomorrow = remaining / 2  # half of the remaining pages",
+        "read_tomorrow", 42,
+    ),
+    WorkedExample(
+        "James writes a 3-page letter to 2 different friends twice a week.  How many pages does "
+        "he write a year?",
+        "pages_per_letter = 3\n"
+        "friends = 2\n"
+        "times_per_week = 2\n"
+        "weeks_per_year = 52\n"
+        "pages_per_year = pages_per_letter * friends * times_per_week * weeks_per_year",
+        "pages_per_year", 624,
+    ),
+    WorkedExample(
+        "Mark has a garden with flowers. He planted plants of three different colors in it. Ten "
+        "of them are yellow, and there are 80% more of those in purple. There are only 25% as many "
+        "green flowers as there are yellow and purple flowers. How many flowers does Mark have in "
+        "his garden?",
+        "yellow = 10\n"
+        "purple = yellow * 1.8  # 80% more than yellow\n"
+        "green = 0.25 * (yellow + purple)  # 25% as many as yellow and purple together\n"
+        "total_flowers = yellow + purple + green",
+        "total_flowers", 35,
+    ),
+    WorkedExample(
+        "Tina makes $18.00 an hour.  If she works more than 8 hours per shift, she is eligible "
+        "for overtime, which is paid by your hourly wage + 1/2 your hourly wage.  If she works "
+        "10 hours every day for 5 days, how much money does she make?",
+        "hourly_wage = 18.00\n"
+        "overtime_wage = hourly_wage + hourly_wage / 2\n"
+        "regular_hours = 8  # per shift, at the normal wage\n"
+        "overtime_hours = 10 - regular_hours  # the hours past 8 in each 10-hour shift\n"
+        "pay_per_day = regular_hours * hourly_wage + overtime_hours * overtime_wage\n"
+        "days = 5\n"
+        "total_pay = pay_per_day * days",
+        "total_pay", 990,
+    ),
+    WorkedExample(
+        "A deep-sea monster rises from the waters once every hundred years to feast on a ship and "
+        "sate its hunger. Over three hundred years, it has consumed 847 people. Ships have been "
+        "built larger over time, so each new ship has twice as many people as the last ship. How "
+        "many people were on the ship the monster ate in the first hundred years?",
+        "total_eaten = 847\n"
+        "ships = 3  # one ship per hundred years\n"
+        "# The ships held x, 2x and 4x people: x * (1 + 2 + 4) = 847\n"
+        "multiples = sum(2 ** i for i in range(ships))\n"
+        "first_ship = total_eaten / multiples",
+        "first_ship", 121,
     ),
 )
+
+
+@dataclass(frozen=True)
+class PromptStyle:
+    """A system message and worked examples shown before the question."""
+
+    name: str
+    description: str
+    system: str
+    examples: tuple[tuple[str, str], ...]  # (question, assistant reply)
+
+
+PROMPT_STYLES: dict[str, PromptStyle] = {
+    style.name: style
+    for style in (
+        PromptStyle("chat-2shot", "flat script that prints, 2 worked examples", SYSTEM,
+                    tuple((e.question, e.as_script()) for e in WORKED_EXAMPLES[:2])),
+        PromptStyle("chat-8shot", "flat script that prints, 8 worked examples", SYSTEM,
+                    tuple((e.question, e.as_script()) for e in WORKED_EXAMPLES)),
+        PromptStyle("pal-8shot", "PAL's def solution() that returns, 8 worked examples", PAL_SYSTEM,
+                    tuple((e.question, e.as_pal_function()) for e in WORKED_EXAMPLES)),
+    )
+}
+#: Chosen by measurement on GSM8K train questions that are not worked examples (benchmarks/README.md).
+DEFAULT_STYLE = "chat-2shot"
+FEW_SHOT = PROMPT_STYLES[DEFAULT_STYLE].examples
 
 REPAIR_REQUEST = (
     "First explain in one or two plain sentences, for a beginner, what went wrong and why "
@@ -63,43 +184,102 @@ MAX_FEEDBACK_CHARS = 2000  # keep the prompt short: the end of a traceback says 
 
 
 def describe_variables(variables: Mapping[str, Any]) -> str:
-    """One entry per variable the program can use: type, shape, columns and, for tables, the
-    first rows (a model that sees '2026-07' in a column writes a filter that matches it)."""
-    lines = []
-    for name, value in variables.items():
-        kind = type(value).__name__
-        detail = ""
-        if hasattr(value, "columns") and hasattr(value, "shape") and hasattr(value, "head"):
-            cols = ", ".join(f"{c} ({t})" for c, t in zip(value.columns, getattr(value, "dtypes", [])))
-            preview = textwrap.indent(value.head(3).to_string(max_colwidth=30), "    ")
-            detail = f" with shape {value.shape} and columns: {cols}\n  first rows:\n{preview}"
-        elif hasattr(value, "shape"):
-            detail = f" with shape {value.shape}"
-        elif isinstance(value, (int, float, str, bool)):
-            detail = f" = {value!r}"[:80]
-        elif hasattr(value, "__len__"):
-            detail = f" of length {len(value)}"
-        lines.append(f"- `{name}`: {kind}{detail}")
-    return "\n".join(lines)
+    """One entry per variable the program can use, the way a pandas user reads data: for a
+    table its shape, each column's dtype, missing values and typical values (a model that sees
+    'East' and '2026-07-01' in a column writes a filter that matches them), and the first rows."""
+    return "\n".join(_describe(name, value) for name, value in variables.items())
+
+
+def _describe(name: str, value: Any) -> str:
+    kind = type(value).__name__
+    if hasattr(value, "columns") and hasattr(value, "dtypes") and hasattr(value, "head"):
+        rows, cols = value.shape
+        lines = [f"- `{name}`: pandas DataFrame, {rows} rows x {cols} columns"]
+        lines += [f"    {line}" for line in _column_table(value)]
+        preview = value.head(3).to_string(max_colwidth=30, max_cols=12)
+        lines += ["  first rows:", textwrap.indent(preview, "    ")]
+        return "\n".join(lines)
+    if hasattr(value, "dtype") and hasattr(value, "index") and hasattr(value, "head"):  # a Series
+        preview = value.head(5).to_string(max_rows=5)
+        return (f"- `{name}`: pandas Series {value.name!r} of {len(value)} values, dtype {value.dtype}\n"
+                f"  first values:\n{textwrap.indent(preview, '    ')}")
+    if hasattr(value, "shape") and hasattr(value, "dtype"):
+        return f"- `{name}`: {kind} with shape {value.shape}, dtype {value.dtype}"
+    if isinstance(value, (int, float, str, bool)):
+        return f"- `{name}`: {kind} = {value!r}"[:120]
+    if isinstance(value, Mapping):
+        keys = ", ".join(repr(k) for k in list(value)[:8])
+        return f"- `{name}`: {kind} of length {len(value)}, keys {keys}{', ...' if len(value) > 8 else ''}"
+    if hasattr(value, "__len__"):
+        head = repr(list(value)[:5])[:80] if hasattr(value, "__iter__") else ""
+        return f"- `{name}`: {kind} of length {len(value)}" + (f", starting {head}" if head else "")
+    return f"- `{name}`: {kind}"
+
+
+def _column_table(frame: Any) -> list[str]:
+    """Like ``df.info()``, plus what the values look like."""
+    width = max([len(str(c)) for c in frame.columns] + [6])
+    lines = [f"{'column':<{width}}  {'dtype':<14}  {'non-null':>8}  values"]
+    for column in frame.columns[:30]:
+        series = frame[column]
+        lines.append(f"{str(column):<{width}}  {str(series.dtype):<14}  {int(series.notna().sum()):>8}  {_values_hint(series)}")
+    if len(frame.columns) > 30:
+        lines.append(f"... and {len(frame.columns) - 30} more columns")
+    return lines
+
+
+def _values_hint(series: Any) -> str:
+    values = series.dropna()
+    if values.empty:
+        return "(all missing)"
+    kind = getattr(series.dtype, "kind", "O")
+    if kind in "iuf":
+        return f"{values.min():g} to {values.max():g}"
+    if kind == "M":
+        return f"{values.min()} to {values.max()}"
+    if kind == "b":
+        return "True/False"
+    distinct = values.astype(str).value_counts()
+    shown = ", ".join(repr(v[:30]) for v in distinct.index[:5])
+    return f"{len(distinct)} distinct: {shown}{', ...' if len(distinct) > 5 else ''}"
+
+
+DATA_INSTRUCTIONS = (
+    "These variables already exist in the program's Python session, holding the user's real "
+    "data. Use them as they are: do not create them, load them from files, or replace them "
+    "with sample data. End by printing the answer (just the number, when the question asks "
+    "for a number)."
+)
 
 
 def _question_text(question: str, variables: Mapping[str, Any] | None) -> str:
     if not variables:
         return question
-    return (
-        f"{question}\n\nThese variables already exist; use them, do not recreate them:\n"
-        f"{describe_variables(variables)}"
-    )
+    return f"{question}\n\n{DATA_INSTRUCTIONS}\n{describe_variables(variables)}"
 
 
-def pal_messages(question: str, variables: Mapping[str, Any] | None = None) -> list[ChatMessage]:
-    """The first prompt for a question."""
-    messages: list[ChatMessage] = [{"role": "system", "content": SYSTEM}]
-    for example_question, example_answer in FEW_SHOT:
+def pal_messages(
+    question: str, variables: Mapping[str, Any] | None = None, style: str = DEFAULT_STYLE
+) -> list[ChatMessage]:
+    """The first prompt for a question: the style's system message and worked examples, then the question.
+
+    Everything before the question is the same for every question of a style, which is what
+    lets the backend reuse its key/value cache.
+    """
+    chosen = prompt_style(style)
+    messages: list[ChatMessage] = [{"role": "system", "content": chosen.system}]
+    for example_question, example_answer in chosen.examples:
         messages.append({"role": "user", "content": example_question})
         messages.append({"role": "assistant", "content": example_answer})
     messages.append({"role": "user", "content": _question_text(question, variables)})
     return messages
+
+
+def prompt_style(name: str) -> PromptStyle:
+    try:
+        return PROMPT_STYLES[name]
+    except KeyError:
+        raise ValueError(f"Unknown prompt style {name!r}: choose one of {', '.join(PROMPT_STYLES)}.") from None
 
 
 def repair_messages(
@@ -136,12 +316,20 @@ def render_for_trace(messages: Sequence[ChatMessage]) -> str:
 
 
 def execution_feedback(
-    result: ExecutionResult, correct: bool | None = None, code: str | None = None, output_limit: int = 600
+    result: ExecutionResult,
+    correct: bool | None = None,
+    code: str | None = None,
+    output_limit: int = 600,
+    off_target: str | None = None,
 ) -> str:
     """What the interpreter 'said' about a run, as text for the repair prompt and the trace."""
     printed = result.text_output().strip()
     if len(printed) > output_limit:
         printed = printed[:output_limit] + " ...[cut]"
+    if off_target is not None and result.ok:
+        return (f"The program ran and printed a table:\n{printed}\nbut the question asks for one number. "
+                "Reduce the table to a single value (for example with .sum(), .iloc[0] or .item()) and "
+                "print just that number.")
     if result.error is not None:
         head = f"It printed:\n{printed}\n\n" if printed else ""
         error = result.error.traceback.strip() or f"{result.error.ename}: {result.error.evalue}"
@@ -171,3 +359,16 @@ def name_suggestion(ename: str, evalue: str, code: str | None) -> str | None:
     known |= {n.name for n in ast.walk(tree) if isinstance(n, (ast.FunctionDef, ast.ClassDef))}
     close = difflib.get_close_matches(match.group(1), sorted(known), n=1, cutoff=0.6)
     return f"Did you mean: '{close[0]}'?" if close else None
+
+
+def replaced_data_feedback(replaced: Sequence[Any]) -> str:
+    """Why a program that overwrote the user's variables was not run (see ``extraction.replaced_variables``)."""
+    first = replaced[0]
+    names = sorted({r.name for r in replaced})
+    listed = ", ".join(f"`{n}`" for n in names)
+    return (
+        f"The program was not run: it replaced {listed} with data of its own (line {first.lineno}: "
+        f"`{first.line}`). {listed} already {'exists' if len(names) == 1 else 'exist'} and "
+        f"{'holds' if len(names) == 1 else 'hold'} the user's real data: use {'it' if len(names) == 1 else 'them'} "
+        "as it is, and do not create, load or overwrite it."
+    )

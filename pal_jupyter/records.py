@@ -1,8 +1,10 @@
 """Typed records that flow through the repair loop, and their JSON form.
 
 ``ExecutionResult`` is what the child-kernel executor returns for one program run;
-``Attempt`` is one model turn (prompt -> completion -> code -> execution); ``Session`` is one
-question with all its attempts. All of them serialise to plain JSON via :func:`to_jsonable`.
+``Attempt`` is one program (prompt -> completion -> code -> execution -> answer); the programs
+drawn together from one prompt form a *round* and share its ``index``; ``Vote`` is the tally of
+a round's answers; ``Session`` is one question with all its attempts and the deciding vote. All
+of them serialise to plain JSON via :func:`to_jsonable`.
 """
 
 from __future__ import annotations
@@ -11,6 +13,8 @@ import dataclasses
 import enum
 from dataclasses import dataclass, field
 from typing import Any
+
+from .answers import numbers_match
 
 
 class StopReason(str, enum.Enum):
@@ -75,26 +79,123 @@ def to_jsonable(value: Any) -> Any:
     return value
 
 
+@dataclass(frozen=True)
+class ProgramAnswer:
+    """What one program answered (read by :func:`pal_jupyter.vote.read_answer`)."""
+
+    kind: str  # "number", "text", "table" or "figure"
+    text: str  # for people: the last line printed, or "a table (5 lines)" / "a figure"
+    value: float | None = None  # the number, for kind "number"
+    key: str = ""  # what equal answers share (numbers compare by value instead)
+
+    def same_as(self, other: ProgramAnswer) -> bool:
+        if self.kind != other.kind:
+            return False
+        if self.kind == "number":
+            return numbers_match(self.value, other.value)
+        return self.key == other.key
+
+
+@dataclass
+class VoteGroup:
+    """Programs of one round that gave the same answer."""
+
+    answer: ProgramAnswer
+    samples: list[int] = field(default_factory=list)  # 1-based candidate numbers within the round
+    shortest: int = 0  # characters of the group's shortest program (the tie-break)
+
+    @property
+    def votes(self) -> int:
+        return len(self.samples)
+
+
+HIGH_AGREEMENT = 0.8  # e.g. 4 or 5 of 5 programs agree
+MEDIUM_AGREEMENT = 0.6  # e.g. 3 of 5
+
+
+def confidence_level(votes: int, candidates: int) -> str:
+    """'high', 'medium' or 'low' agreement; 'single' when one program was drawn (nothing to compare)."""
+    if candidates <= 1:
+        return "single"
+    agreement = votes / candidates
+    if agreement >= HIGH_AGREEMENT:
+        return "high"
+    return "medium" if agreement >= MEDIUM_AGREEMENT else "low"
+
+
+@dataclass
+class Vote:
+    """The tally of one round of candidate programs."""
+
+    round: int
+    candidates: int  # programs drawn, whether they ran or not
+    groups: list[VoteGroup] = field(default_factory=list)  # the winner first
+
+    @property
+    def winner(self) -> VoteGroup | None:
+        return self.groups[0] if self.groups else None
+
+    @property
+    def votes(self) -> int:
+        return self.winner.votes if self.winner else 0
+
+    @property
+    def agreement(self) -> float:
+        """Votes for the winner over programs drawn (0.0 when nothing voted)."""
+        return self.votes / self.candidates if self.candidates else 0.0
+
+    @property
+    def confidence(self) -> str:
+        return confidence_level(self.votes, self.candidates)
+
+    @property
+    def tally(self) -> str:
+        """'4 of 5 programs agree' (or why there was nothing to agree on)."""
+        if self.winner is None:
+            return f"none of the {self.candidates} programs printed an answer"
+        if self.candidates == 1:
+            return "one program (not cross-checked)"
+        return f"{self.votes} of {self.candidates} programs agree"
+
+
 @dataclass
 class Attempt:
-    """One model turn: prompt -> completion -> program -> run. A training example in waiting."""
+    """One program: prompt -> completion -> program -> run -> answer. A training example in waiting.
 
-    index: int  # 1-based
+    The ``samples`` programs drawn together from one prompt form round ``index`` and are told
+    apart by ``sample``.
+    """
+
+    index: int  # the round, 1-based: 1 is the first prompt, 2 the first repair ...
     kind: str  # "initial" (PAL prompt) or "repair" (after interpreter feedback)
     messages: list[dict[str, str]]  # the chat prompt given to the model
+    sample: int = 1  # which of the round's candidates, 1-based
+    samples: int = 1  # candidates drawn in this round
     completion: str = ""  # the model's raw reply
     code: str | None = None  # the program extracted from it (None: the reply held no code)
     explanation: str = ""  # the model's plain-language account of the previous error
     no_code_reason: str | None = None
+    refusal: str | None = None  # why the program was not run (it replaced the user's data)
     execution: ExecutionResult | None = None
-    answer: str | None = None  # the last line the program printed
+    program_answer: ProgramAnswer | None = None  # what it answered, when it ran and showed something
+    off_target: str | None = None  # it ran, but answered in the wrong form (a table for a number)
     correct: bool | None = None  # checker's verdict; None when no checker was given
     feedback: str = ""  # what the interpreter said, as given to the next prompt
     prompt_tokens: int = 0
     completion_tokens: int = 0
-    generate_s: float = 0.0
+    generate_s: float = 0.0  # the whole batch's time when candidates were drawn together
     first_token_s: float | None = None
     execute_s: float = 0.0
+
+    @property
+    def label(self) -> str:
+        """'attempt 2' for a lone program, 'attempt 2, program 3 of 5' for a candidate."""
+        return f"attempt {self.index}" + (f", program {self.sample} of {self.samples}" if self.samples > 1 else "")
+
+    @property
+    def answer(self) -> str | None:
+        """The answer as shown to people (the last line printed, 'a table', 'a figure')."""
+        return self.program_answer.text if self.program_answer else None
 
     @property
     def ran_cleanly(self) -> bool:
@@ -102,7 +203,7 @@ class Attempt:
 
     @property
     def good(self) -> bool:
-        return self.ran_cleanly and self.correct is not False
+        return self.ran_cleanly and self.correct is not False and self.off_target is None
 
     @property
     def reward(self) -> str:
@@ -111,21 +212,26 @@ class Attempt:
 
     @property
     def error_type(self) -> str | None:
-        """A short label for what went wrong: exception name, stop reason, NoCode or WrongAnswer."""
+        """A short label for what went wrong: exception name, stop reason, NoCode, ReplacedData,
+        NotANumber (a table where one number was asked for) or WrongAnswer."""
         if self.code is None:
             return "NoCode"
+        if self.refusal is not None:
+            return "ReplacedData"
         if self.execution is None:
             return None
         if self.execution.error is not None:
             return self.execution.error.ename
         if not self.execution.ok:
             return self.execution.reason.value
+        if self.off_target is not None:
+            return "NotANumber"
         return "WrongAnswer" if self.correct is False else None
 
 
 @dataclass
 class Session:
-    """One question and every attempt made at it."""
+    """One question, every program tried for it, and the vote that chose the answer."""
 
     id: str
     question: str
@@ -134,24 +240,60 @@ class Session:
     started_at: str = ""  # ISO 8601, UTC
     seconds: float = 0.0
     variables: list[str] = field(default_factory=list)  # names sent into the child kernel
+    samples: int = 1  # candidate programs per round
+    vote: Vote | None = None  # the tally of the round that ended the question
+
+    def round(self, index: int) -> list[Attempt]:
+        """The candidates of round ``index``."""
+        return [a for a in self.attempts if a.index == index]
+
+    @property
+    def rounds(self) -> int:
+        return max((a.index for a in self.attempts), default=0)
 
     @property
     def succeeded(self) -> bool:
-        return bool(self.attempts) and self.attempts[-1].good
+        """A program ran cleanly (and the checker, if any, accepted it)."""
+        return self.final is not None and self.final.good
 
     @property
     def final(self) -> Attempt | None:
-        """The attempt to show and insert: the successful one, or else the last one."""
-        return self.attempts[-1] if self.attempts else None
+        """The program to show and insert: the vote's winner (its shortest program), else a
+        program of the last round that ran cleanly, else the last round's first program."""
+        if not self.attempts:
+            return None
+        last = self.round(self.rounds)
+        if self.vote is not None and self.vote.winner is not None:
+            winners = [a for a in last if a.sample in self.vote.winner.samples]
+            return min(winners, key=lambda a: (len((a.code or "").strip()), a.sample))
+        return next((a for a in last if a.good), next((a for a in last if a.code is not None), last[0]))
 
     @property
     def answer(self) -> str | None:
         return self.final.answer if self.succeeded and self.final else None
 
     @property
+    def agreement(self) -> float | None:
+        """Votes for the answer over programs drawn in the deciding round (None: nothing voted)."""
+        return self.vote.agreement if self.vote is not None and self.vote.winner is not None else None
+
+    @property
+    def confidence(self) -> str:
+        """'high', 'medium', 'low' (programs disagree), 'single' (one program: not cross-checked)
+        or 'none' (no answer)."""
+        if self.vote is None or self.vote.winner is None or not self.succeeded:
+            return "none"
+        return self.vote.confidence
+
+    @property
+    def generate_seconds(self) -> float:
+        """Time spent generating: each round's batch counted once."""
+        return sum(max(a.generate_s for a in self.round(i)) for i in range(1, self.rounds + 1) if self.round(i))
+
+    @property
     def tokens_per_second(self) -> float:
         tokens = sum(a.completion_tokens for a in self.attempts)
-        seconds = sum(a.generate_s for a in self.attempts)
+        seconds = self.generate_seconds
         return tokens / seconds if seconds else 0.0
 
 
@@ -162,12 +304,17 @@ def attempt_record(session: Session, attempt: Attempt) -> dict[str, Any]:
         # Images are large and carry nothing a text model learns from: keep their MIME type only.
         for bundle in record["execution"]["outputs"]:
             bundle["data"] = {k: (v if k.startswith("text/") else f"<{k} omitted>") for k, v in bundle["data"].items()}
+    vote = session.vote if session.vote is not None and session.vote.round == attempt.index else None
+    group = next((g for g in vote.groups if attempt.sample in g.samples), None) if vote else None
     record.update(
         session_id=session.id,
         question=session.question,
         model=session.model,
+        answer=attempt.answer,
         reward=attempt.reward,
         error_type=attempt.error_type,
+        votes=group.votes if group else 0,  # programs of its round that gave the same answer
+        won_vote=bool(vote and group is vote.winner),
         started_at=session.started_at,
     )
     return record

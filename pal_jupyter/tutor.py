@@ -68,10 +68,17 @@ class TutorPlan:
     origin: str | None = None  # the %%pal cell's id, where a level-3 program is inserted
     widget: Any = None  # the TutorWidget showing this plan, if any
     started: float = 0.0  # time.time() when the question was asked
+    min_agreement: float = 0.0  # below this share of agreeing programs the tutor is not sure
 
     @property
     def solvable(self) -> bool:
         return self.session.succeeded
+
+    @property
+    def sure(self) -> bool:
+        """Enough of the tutor's own programs agree on the answer to guide a student towards it."""
+        agreement = self.session.agreement
+        return self.session.samples <= 1 or agreement is None or agreement >= self.min_agreement
 
     @property
     def answer_value(self) -> float | None:
@@ -177,6 +184,33 @@ def _is_literal(node: ast.AST) -> bool:
     if isinstance(node, ast.Dict):
         return all(_is_literal(v) for v in node.values if v is not None)
     return False
+
+
+@dataclass
+class Approach:
+    """One of the competing answers when the tutor's programs disagree, for a class discussion."""
+
+    label: str  # "Approach A (2 of 5 programs)"
+    skeleton: str | None  # the group's shortest program, every computed value blanked
+
+
+def competing_approaches(session: Session, with_skeletons: bool, limit: int = 3) -> list[Approach]:
+    """The vote's groups as approaches to discuss with a teacher. No group's answer is given
+    away: computed values are blanked and every competing answer is scrubbed from every skeleton."""
+    vote = session.vote
+    if vote is None:
+        return []
+    answers = [g.answer.value for g in vote.groups if g.answer.value is not None]
+    approaches = []
+    for letter, group in zip("ABCDEFGH", vote.groups[:limit]):
+        programs = [a.code for a in session.round(vote.round) if a.sample in group.samples and a.code]
+        text = None
+        if with_skeletons and programs:
+            text = skeleton(min(programs, key=len))
+            for answer in answers:
+                text = scrub_answer(text, answer)
+        approaches.append(Approach(f"Approach {letter} ({group.votes} of {vote.candidates} programs)", text))
+    return approaches
 
 
 # ---------------------------------------------------------------------- checking a student's code

@@ -19,13 +19,15 @@ from IPython.display import display
 from . import cells
 from .errors import NoCodeError, PalError
 from .loop import SolveObserver, solve
-from .tutor import TutorPlan, check_code, explain_error, prepare_hints
+from .tutor import TutorPlan, check_code, competing_approaches, explain_error, prepare_hints
+from .vote import competing_answers
 from .widget import STYLE, TutorWidget, highlight, hint_text
 
 if TYPE_CHECKING:
     from .magic import PalMagics
 
 
+TUTOR_MIN_SAMPLES = 3  # the tutor always cross-checks its own answer, whatever PalMagics.samples says
 CANNOT_SOLVE = ("I could not write a working program for this question myself, so I cannot guide you "
                 "reliably. Please ask your teacher.")
 
@@ -42,7 +44,9 @@ class _Progress(SolveObserver):
 
 
 def run_tutor(magics: PalMagics, question: str, args: Any) -> None:
-    """Solve privately, then reveal hints level by level within the policy's cap."""
+    """Solve privately (several programs must agree), then reveal hints level by level within
+    the policy's cap. When the tutor's own programs disagree it says so and, instead of hints,
+    offers the competing approaches for a discussion with the teacher."""
     cap = magics.policy.effective_hint_cap()
     origin = cells.current_cell_id(magics.shell)
     widget = None if args.quiet or getattr(magics.shell, "kernel", None) is None else TutorWidget(question, lambda: reveal_next(magics))
@@ -55,14 +59,16 @@ def run_tutor(magics: PalMagics, question: str, args: Any) -> None:
         backend = magics.backend(magics.effective_model(args))
         session = solve(question, model=backend, executor=magics.pool(magics.limits(args.timeout)),
                         max_attempts=magics.effective_attempts(args), generation=magics.generation(args),
+                        samples=max(TUTOR_MIN_SAMPLES, magics.effective_samples(args)),
                         trace=magics.trace_writer(), observer=_Progress(widget))
-        plan = TutorPlan(question, session)
-        prepare_hints(plan, backend, cap, magics.generation(args))
+        plan = TutorPlan(question, session, min_agreement=magics.policy.min_agreement)
+        if plan.solvable and plan.sure:
+            prepare_hints(plan, backend, cap, magics.generation(args))
     except NoCodeError:
         log.gave_up(question_id, tutor_solved=False, details={"reason": "no code"})
         _say(magics, widget, CANNOT_SOLVE)
         return
-    except PalError as exc:
+    except (PalError, ValueError) as exc:
         if widget is not None:
             widget.set_status(str(exc))
         raise UsageError(str(exc)) from None
@@ -75,10 +81,43 @@ def run_tutor(magics: PalMagics, question: str, args: Any) -> None:
         log.gave_up(question_id, tutor_solved=False)
         _say(magics, widget, CANNOT_SOLVE)
         return
-    log.record("question", question_id, tutor_solved=True, details={"ready": True, "hint_cap": cap})
+    if not plan.sure:
+        log.gave_up(question_id, tutor_solved=False, agreement=session.agreement,
+                    details={"reason": "programs disagree", "answers": _answers(session)})
+        _decline_unsure(magics, widget, plan, cap)
+        return
+    log.record("question", question_id, tutor_solved=True, agreement=session.agreement,
+               details={"ready": True, "hint_cap": cap})
     _say(magics, widget, f"I have worked it out. Hints available: {cap} level(s). Try it yourself first!")
     for _ in range(max(1, min(args.hint_level or 1, cap))):
         reveal_next(magics, from_button=widget is not None)
+
+
+def _answers(session: Any) -> dict[str, int]:
+    return {g.answer.text: g.votes for g in session.vote.groups} if session.vote else {}
+
+
+def unsure_message(session: Any) -> str:
+    vote = session.vote
+    return (f"I am not sure about this one: I wrote {vote.candidates} programs and they disagree "
+            f"({competing_answers(vote)}). I will not guide you towards an answer I am not sure of. "
+            "These are the approaches my programs took, with the results left blank: talk them "
+            "through with your teacher.")
+
+
+def _decline_unsure(magics: PalMagics, widget: TutorWidget | None, plan: TutorPlan, cap: int) -> None:
+    """No hints: say why, and show the competing approaches (as skeletons when hints may show code)."""
+    approaches = competing_approaches(plan.session, with_skeletons=cap >= 2)
+    message = unsure_message(plan.session)
+    plan.hints = []  # %pal_hint and "Next hint" have nothing to reveal
+    if widget is not None:
+        widget.set_status(message)
+        widget.show_approaches(approaches)
+        widget.set_next(0, "No hints for this question: please ask your teacher.")
+    else:
+        print(message)
+        for approach in approaches:
+            print(f"\n{approach.label}" + (f"\n{approach.skeleton}" if approach.skeleton else ""))
 
 
 def reveal_next(magics: PalMagics, from_button: bool = True) -> None:
@@ -86,6 +125,13 @@ def reveal_next(magics: PalMagics, from_button: bool = True) -> None:
     plan = magics.tutor_plan
     if plan is None:
         raise UsageError("There is no tutor question yet: ask one with %%pal --tutor first.")
+    if not plan.sure:
+        note = "No hints for this question: my programs disagreed about the answer, so please ask your teacher."
+        if plan.widget is not None:
+            plan.widget.set_next(0, note)
+        if not from_button:
+            print(note)
+        return
     hint = plan.next_hint()
     widget = plan.widget
     cap = len(plan.hints)

@@ -19,6 +19,8 @@ REPLIES = {
     "typo": [fenced("speed = 60\\nprint(sped * 2.5)"), fenced("speed = 60\\nprint(speed * 2.5)", "Explanation: sped is a typo.")],
     "crash": [fenced("import os\\nos._exit(1)")] * 3,
     "never": [fenced("1/0")] * 5,
+    "disagree": [fenced("print(150)"), fenced("x = 60 * 2.5\\nprint(x)"), fenced("print(149)"),
+                 fenced("print(1/0)"), fenced("print(148)")],
 }
 _state = {}
 
@@ -35,6 +37,7 @@ rate = 2
 %load_ext pal_jupyter
 %config PalMagics.model = "scripted"
 %config PalMagics.trace = "off"
+%config PalMagics.samples = 1
 """
 
 
@@ -92,6 +95,12 @@ def test_child_kernel_death_is_reported_and_the_user_kernel_survives(kernel):
         ("import threading\nlock = threading.Lock()\n%pal --use lock what is in lock", "cannot be copied"),
         ("%%pal --model /no/such/model\nQ", "No model at /no/such/model"),
         ("%%pal --bogus\nQ", "unrecognized arguments: --bogus"),
+        ("%%pal --samples 0\nQ", "expected a whole number from 1 to 16"),
+        ("%%pal --samples -1\nQ", "expected a whole number from 1 to 16"),
+        ("%%pal --samples abc\nQ", "expected a whole number from 1 to 16"),
+        ("%%pal --samples 1000\nQ", "expected a whole number from 1 to 16"),
+        ("%%pal --samples 3 --temperature 0\nQ", "temperature 0 (greedy decoding) would write the same program 3 times"),
+        ("%config PalMagics.samples = 0", "'samples' trait of a PalMagics instance should not be less than 1"),
     ],
 )
 def test_bad_input_gives_a_short_message_and_keeps_the_kernel(kernel, cell, message):
@@ -139,7 +148,7 @@ def test_freeze_leaves_static_html_only(kernel):
     kernel.run('%config PalMagics.freeze = True\n%config PalMagics.model = "scripted"')
     reply, outputs = kernel.run("%%pal --no-insert\nWhat is the total of sales times rate?")
     final = [o for o in outputs if o["output_type"] == "update_display_data"][-1]["data"]
-    assert set(final) == {"text/plain", "text/html"} and "Answer: 12" in final["text/html"]
+    assert set(final) == {"text/plain", "text/html"} and "Answer: 12" in final["text/html"], [(o["output_type"], list(o.get("data", {})), o.get("text")) for o in outputs]
     kernel.run("%config PalMagics.freeze = False")
 
 
@@ -152,3 +161,17 @@ def test_run_without_the_extension_runs_the_program_in_the_users_kernel(kernel):
     assert printed.rstrip().endswith("* rate)\n12")  # the summary, then the program's own output here
     payload = [p for p in reply["payload"] if p["source"] == "set_next_input"]
     assert len(payload) == 1  # and the cell is still inserted below
+
+
+def test_several_programs_vote_and_the_widget_says_they_disagree(kernel):
+    reply, outputs = kernel.run("%%pal --samples 5\nA disagree question: how far?")
+    assert reply["status"] == "ok"
+    final = [o for o in outputs if o["output_type"] == "update_display_data"][-1]["data"]
+    text, page = final["text/plain"], final["text/html"]
+    assert "Answer: 150" in text
+    assert "I am not sure: the programs disagree (2 say 150, 1 says 149, 1 says 148 and 1 gave no answer)" in text
+    assert "attempt 1, program 4 of 5: ZeroDivisionError" in text
+    assert "pal-tally" in page and "2 of 5" in page and "data-confidence='low'" in page
+    inserted = [p for p in reply["payload"] if p["source"] == "set_next_input"][0]["text"]
+    assert "# attempt 1, program 1 of 5 of 1" in inserted and "# 2 of 5 programs agree on 150" in inserted
+    assert "NOT SURE: the programs disagreed" in inserted and inserted.rstrip().endswith("print(150)")

@@ -19,6 +19,7 @@ from pathlib import Path
 import pytest
 import torch
 
+from pal_jupyter import model as model_module
 from pal_jupyter import presets
 from pal_jupyter.errors import ModelLoadError, PalError
 from pal_jupyter.model import (
@@ -42,8 +43,14 @@ FEW = GenerationOptions(max_new_tokens=8)
 
 @pytest.fixture(scope="module")
 def tiny_backend(tiny_model_dir: Path) -> TransformersBackend:
-    """One loaded tiny model shared by the generation tests of this module."""
-    return load_model(str(tiny_model_dir), device="cpu", dtype="auto")
+    """One loaded tiny model shared by the generation tests of this module (fp32: exact comparisons)."""
+    return load_model(str(tiny_model_dir), device="cpu", dtype="float32")
+
+
+@pytest.fixture
+def cpu_without_bf16(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Simulate a CPU without AMX / AVX512-BF16 by patching the detection only."""
+    monkeypatch.setattr(model_module, "cpu_has_bf16", lambda *args: False)
 
 
 @pytest.fixture(scope="module")
@@ -66,13 +73,33 @@ def use_gguf_cache(gguf_cache: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
 # --------------------------------------------------------------------------- loading and generating
 
 
-def test_load_on_cpu_resolves_auto_dtype_to_float32(tiny_backend, tiny_model_dir):
-    assert isinstance(tiny_backend, TransformersBackend)
-    assert (tiny_backend.device, tiny_backend.dtype, tiny_backend.name) == ("cpu", "float32", str(tiny_model_dir))
-    param = next(tiny_backend.model.parameters())
+def test_auto_dtype_is_float32_on_a_cpu_without_bf16(tiny_model_dir, cpu_without_bf16):
+    clear_model_cache()
+    backend = load_model(str(tiny_model_dir), device="cpu", dtype="auto")
+    assert isinstance(backend, TransformersBackend)
+    assert (backend.device, backend.dtype, backend.name) == ("cpu", "float32", str(tiny_model_dir))
+    param = next(backend.model.parameters())
     assert param.dtype == torch.float32 and param.device.type == "cpu"
-    assert not tiny_backend.model.training
-    assert tiny_backend.load_seconds > 0
+    assert not backend.model.training
+    assert backend.load_seconds > 0
+
+
+def test_auto_dtype_is_bf16_on_a_cpu_with_bf16_matrix_units(tiny_model_dir, monkeypatch):
+    monkeypatch.setattr(model_module, "cpu_has_bf16", lambda *args: True)
+    backend = load_model(str(tiny_model_dir), device="cpu", dtype="auto")
+    assert backend.dtype == "bfloat16" and next(backend.model.parameters()).dtype == torch.bfloat16
+
+
+@pytest.mark.parametrize("flags, expected", [
+    ("fpu sse2 avx2 avx512f avx512bw", False),
+    ("fpu avx512f avx512_bf16 amx_tile", True),
+    ("fpu amx_bf16 amx_int8 amx_tile", True),
+])
+def test_bf16_detection_reads_the_cpu_flags(tmp_path, flags, expected):
+    cpuinfo = tmp_path / "cpuinfo"
+    cpuinfo.write_text(f"processor\t: 0\nmodel name\t: Some CPU\nflags\t\t: {flags}\n\nprocessor\t: 1\n")
+    assert model_module.cpu_has_bf16(cpuinfo) is expected
+    assert model_module.cpu_has_bf16(tmp_path / "missing") is False  # no /proc (macOS, Windows): fp32
 
 
 def test_generate_streams_exactly_the_returned_text(tiny_backend):
@@ -125,6 +152,54 @@ def test_concurrent_generations_do_not_interleave(tiny_backend):
     assert "".join(streams[0]) == results[0].text and "".join(streams[1]) == results[1].text
 
 
+# --------------------------------------------------------------------------- batches and the prompt cache
+
+LONG_CHAT = [
+    {"role": "system", "content": "Write Python. " * 20},
+    {"role": "user", "content": "Example question"}, {"role": "assistant", "content": "```python\nprint(1)\n```"},
+    {"role": "user", "content": "If a train travels 60 mph for 2.5 hours, how far does it go?"},
+]
+
+
+def test_a_batch_streams_each_row_exactly_as_returned(tiny_backend):
+    streams: dict[int, list[str]] = {}
+    options = GenerationOptions(max_new_tokens=10, temperature=1.0, seed=7, stop_after_code=False)
+    rows = tiny_backend.generate_many(LONG_CHAT, 4, options, on_token=lambda row, text: streams.setdefault(row, []).append(text))
+    assert len(rows) == 4 and sorted(streams) == [0, 1, 2, 3]
+    assert all("".join(streams[i]) == rows[i].text for i in range(4))
+    assert len({r.text for r in rows}) > 1, "sampled rows of a batch differ"
+    assert all(r.completion_tokens == 10 and r.seconds == rows[0].seconds for r in rows)
+    again = tiny_backend.generate_many(LONG_CHAT, 4, options)
+    assert [r.text for r in again] == [r.text for r in rows], "a seeded batch is reproducible"
+
+
+def test_the_prompt_prefix_cache_changes_speed_not_text(tiny_model_dir):
+    cached = TransformersBackend(*_fresh(tiny_model_dir))
+    plain = TransformersBackend(*_fresh(tiny_model_dir))
+    plain._cache_broken = True  # the path every model falls back to
+    for question in ("How far?", "How many legs do 3 spiders have?"):
+        chat = [*LONG_CHAT[:-1], {"role": "user", "content": question}]
+        assert cached.generate(chat, FEW).text == plain.generate(chat, FEW).text
+        sampled = GenerationOptions(max_new_tokens=6, temperature=1.0, seed=3, stop_after_code=False)
+        batch = [r.text for r in cached.generate_many(chat, 3, sampled)]
+        assert batch == [r.text for r in plain.generate_many(chat, 3, sampled)] and len(set(batch)) > 1
+    assert len(cached._prefixes) == 1, "both questions reused one cached prefix"
+
+
+def _fresh(path: Path) -> tuple:
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    model = AutoModelForCausalLM.from_pretrained(path).eval()
+    return model, AutoTokenizer.from_pretrained(path), "tiny", "cpu", "float32"
+
+
+def test_greedy_cannot_draw_several_programs(tiny_backend):
+    with pytest.raises(ValueError, match="same program 3 times"):
+        tiny_backend.generate_many(MESSAGES, 3, GenerationOptions(temperature=0.0))
+    assert GenerationOptions().temperature_for(1) == 0.0
+    assert GenerationOptions().temperature_for(5) == model_module.SAMPLE_TEMPERATURE
+
+
 def test_render_prompt_uses_the_chat_template(tiny_backend):
     prompt = tiny_backend.render_prompt([{"role": "user", "content": "hi"}])
     assert prompt == "<|im_start|>user\nhi<|im_end|>\n<|im_start|>assistant\n"
@@ -147,9 +222,9 @@ def test_explicit_dtype_is_honoured(tiny_model_dir):
     assert backend.generate(MESSAGES, GenerationOptions(max_new_tokens=2)).completion_tokens >= 1
 
 
-def test_load_cache_reuses_and_clears(tiny_model_dir):
+def test_load_cache_reuses_and_clears(tiny_model_dir, cpu_without_bf16):
     first = load_model(str(tiny_model_dir), device="cpu", dtype="float32")
-    assert load_model(str(tiny_model_dir), device="cpu", dtype="auto") is first  # auto -> float32 on CPU
+    assert load_model(str(tiny_model_dir), device="cpu", dtype="auto") is first  # auto -> float32 on this CPU
     assert load_model(str(tiny_model_dir), device="cpu", dtype="bfloat16") is not first
     clear_model_cache()
     again = load_model(str(tiny_model_dir), device="cpu", dtype="float32")
@@ -182,6 +257,19 @@ def test_stop_when_first_fence_closes(tiny_backend):
     assert _stop(tok, prompt, "Here:\n```\nprint(60 * 2.5)\n    ```\nThe answer is 150.")
     assert not _stop(tok, prompt, "```python\nx = 1\n```", after_code=False)
     assert _stop(tok, prompt, "no code yet", after_code=False, cancel=True)
+
+
+def test_stop_is_decided_per_row_and_remembered(tiny_backend):
+    tok = tiny_backend.tokenizer
+    prompt_ids = tok("q", add_special_tokens=False)["input_ids"]
+    done = tok("```python\nprint(1)\n```", add_special_tokens=False)["input_ids"]
+    busy = tok("```python\nprint(1)\nx = 2", add_special_tokens=False)["input_ids"]
+    width = max(len(done), len(busy))
+    pad = tok.pad_token_id
+    rows = [prompt_ids + done + [pad] * (width - len(done)), prompt_ids + busy + [pad] * (width - len(busy))]
+    criterion = _StopWhen(tok, len(prompt_ids), threading.Event(), True)
+    assert criterion(torch.tensor(rows), None).tolist() == [True, False]
+    assert criterion.finished_at[0] == len(rows[0]) and criterion.finished_at[1] is None
 
 
 def test_stop_ignores_special_tokens_in_the_reply(tiny_backend):
@@ -230,7 +318,7 @@ def test_conversion_finished_by_another_process_first(tiny_gguf, tiny_model_dir,
     assert [p.name for p in target.parent.iterdir()] == [target.name], "staging folder left behind"
 
 
-def test_gguf_model_loads_and_generates(tiny_gguf, use_gguf_cache, tiny_backend):
+def test_gguf_model_loads_and_generates(tiny_gguf, use_gguf_cache, tiny_backend, cpu_without_bf16):
     backend = load_model(str(tiny_gguf), device="cpu")
     assert backend.name == str(tiny_gguf) and backend.dtype == "float32"
     assert backend.render_prompt([{"role": "user", "content": "hi"}]) == (

@@ -1,3 +1,5 @@
+import re
+
 import pandas as pd
 import pytest
 
@@ -14,23 +16,42 @@ def test_pal_prompt_has_system_examples_and_question_last():
     assert messages[-1] == {"role": "user", "content": "How many legs do 3 spiders have?"}
 
 
-def test_few_shot_programs_print_the_gsm8k_answers():
+@pytest.mark.parametrize("style", sorted(prompts.PROMPT_STYLES))
+def test_worked_examples_compute_the_gsm8k_answers(style):
     # The worked examples must be right: a wrong example teaches the model wrong arithmetic.
     import contextlib, io
 
-    for (_, answer), expected in zip(prompts.FEW_SHOT, (72, 5)):
-        code = answer.split("```python\n")[1].split("```")[0]
+    from pal_jupyter.extraction import extract_code
+
+    chosen = prompts.PROMPT_STYLES[style]
+    answers = [e.answer for e in prompts.WORKED_EXAMPLES][: len(chosen.examples)]
+    assert len(answers) == len(chosen.examples) >= 2
+    for (question, reply), expected in zip(chosen.examples, answers):
+        code = extract_code(reply).code  # a PAL-style solution() gets its print(solution()) here
         out = io.StringIO()
         with contextlib.redirect_stdout(out):
             exec(code, {})
-        assert parse_number(out.getvalue()) == expected
+        assert parse_number(out.getvalue()) == pytest.approx(expected), question
+
+
+def test_worked_examples_are_gsm8k_train_questions():
+    # Never test questions: the benchmark would then measure memory, not skill.
+    import json
+    from pathlib import Path
+
+    train = Path(__file__).resolve().parents[2] / "shared" / "data" / "gsm8k" / "train.jsonl"
+    if not train.exists():
+        pytest.skip("GSM8K train file not present (../shared/data)")
+    questions = {json.loads(line)["question"] for line in train.open()}
+    assert all(example.question in questions for example in prompts.WORKED_EXAMPLES)
 
 
 def test_variables_are_described_with_dataframe_columns():
     df = pd.DataFrame({"month": ["Jul", "Aug"], "sales": [10.5, 12.0]})
     text = prompts.pal_messages("Plot sales", {"df": df, "rate": 0.2})[-1]["content"]
-    assert "`df`: DataFrame with shape (2, 2)" in text
-    assert "month (object)" in text or "month (str)" in text
+    assert "`df`: pandas DataFrame, 2 rows x 2 columns" in text
+    assert re.search(r"month\s+(object|str)\s+2\s+2 distinct: 'Jul', 'Aug'", text)
+    assert re.search(r"sales\s+float64\s+2\s+10.5 to 12", text)
     assert "`rate`: float = 0.2" in text
 
 

@@ -5,6 +5,7 @@ holds a teacher's policy, as a JupyterHub admin would set it.
 """
 
 import json
+import re
 
 import pytest
 from kernel_driver import UserKernel, text_of
@@ -38,7 +39,7 @@ def test_scrub_replaces_only_the_answer():
 def test_hint_ladder_from_a_private_solve(pool):
     plan_reply = "1. How many clips in May?\n2. So the total is 72, right?"  # a model that blurts the answer
     model = ScriptedBackend([f"```python\n{PROGRAM}\n```", plan_reply])
-    session = solve("Natalia sold 48 clips in April and half as many in May. How many in total?", model=model, executor=pool)
+    session = solve("Natalia sold 48 clips in April and half as many in May. How many in total?", model=model, executor=pool, samples=1)
     plan = TutorPlan(session.question, session)
     prepare_hints(plan, model, cap=3)
     levels = [plan.next_hint() for _ in range(3)]
@@ -51,7 +52,7 @@ def test_hint_ladder_from_a_private_solve(pool):
 
 def test_policy_cap_stops_the_ladder(pool):
     model = ScriptedBackend([f"```python\n{PROGRAM}\n```", "1. How many in May?"])
-    session = solve("Clips?", model=model, executor=pool)
+    session = solve("Clips?", model=model, executor=pool, samples=1)
     plan = TutorPlan(session.question, session)
     prepare_hints(plan, model, cap=2)
     assert [h.level for h in plan.hints] == [1, 2]
@@ -82,8 +83,11 @@ def test_check_wrong_answer_and_pass(pool):
 SETUP = """
 from pal_jupyter import ScriptedBackend, register_model
 PROGRAM = {program!r}
+TOSS_UP = iter(["print(150)", "print(149)", "x = 150 - 2\\nprint(x)"] * 10)
 def reply(messages):
     text = messages[-1]["content"]
+    if "toss-up" in text:
+        return "```python\\n" + next(TOSS_UP) + "\\n```"
     if "guide a student" in text:
         return "1. How many clips did she sell in May?\\n2. What do you add to get 72?"
     if "A beginner wrote this program" in text:
@@ -190,5 +194,32 @@ def test_with_the_tiny_random_model_the_tutor_admits_it_cannot_solve(tiny_model_
         events = log_events(tmp_path)
         assert events[0]["event"] == "question"
         assert events[-1]["event"] == "gave_up" and events[-1]["tutor_solved"] is False
+    finally:
+        kernel.close()
+
+
+def test_the_tutor_does_not_guide_towards_an_answer_its_programs_disagree_on(tmp_path):
+    kernel = start_kernel(tmp_path, ['c.TeacherPolicy.mode = "tutor"', "c.TeacherPolicy.min_agreement = 0.6"])
+    try:
+        reply, outputs = kernel.run("%%pal --samples 3\nA toss-up question: how far does the train go?")
+        assert reply["status"] == "ok", text_of(outputs)
+        final = [o for o in outputs if o["output_type"] == "update_display_data"][-1]["data"]
+        text = final["text/plain"]
+        assert "I am not sure about this one: I wrote 3 programs and they disagree" in text
+        assert "1 says 150, 1 says 149 and 1 says 148" in text and "talk them through with your teacher" in text
+        assert "Approach A (1 of 3 programs)" in text and "Approach C (1 of 3 programs)" in text
+        assert "x = ___" in text and not re.search(r"\b(150|149|148)\b", text.split("programs)", 1)[1])
+        assert "Hint 1" not in text and not [p for p in reply["payload"] if p["source"] == "set_next_input"]
+        reply, outputs = kernel.run("%pal_hint")
+        assert "No hints for this question" in text_of(outputs)
+        gave_up = log_events(tmp_path)[-1]
+        assert gave_up["event"] == "gave_up" and gave_up["agreement"] == pytest.approx(1 / 3)
+        assert gave_up["details"]["reason"] == "programs disagree"
+        # A question its programs agree on gets hints as usual, and the log records the agreement.
+        reply, outputs = kernel.run("%%pal --samples 3\nNatalia sold 48 clips in April and half as many in May. How many?")
+        final = [o for o in outputs if o["output_type"] == "update_display_data"][-1]["data"]["text/plain"]
+        assert "Hint 1" in final
+        ready = [e for e in log_events(tmp_path) if e["event"] == "question" and e.get("tutor_solved")][-1]
+        assert ready["agreement"] == 1.0
     finally:
         kernel.close()

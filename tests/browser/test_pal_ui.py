@@ -14,6 +14,8 @@ from __future__ import annotations
 import re
 import time
 
+import pytest
+
 from jupyter_browser import Notebook, setup_and_connect, shot, wait_until_idle, write_notebook
 
 SETUP = '''\
@@ -40,8 +42,15 @@ REPLIES = {
     "table": [fenced("summary = sales.groupby('region', as_index=False)['amount'].sum()\\nsummary")],
 }
 
+# "vote": three candidates per question, two agreeing (drawn in turn, one per call).
+VOTES = iter([fenced("# distance = speed times time\\nprint(60 * 2.5)"),
+              fenced("speed_mph = 60\\nhours = 2.5\\nprint(speed_mph * hours)"),
+              fenced("print(60 + 2.5)")] * 10)
+
 def reply(messages):
     text = messages[-1]["content"]
+    if "vote" in text:
+        return next(VOTES)
     replies = REPLIES[next(key for key in REPLIES if key in text)]
     return replies[min(0 if len(messages) > 2 else 1, len(replies) - 1)]
 
@@ -51,6 +60,7 @@ register_model("scripted", ScriptedBackend(reply, token_delay_s=0.12))
 %load_ext pal_jupyter
 %config PalMagics.model = "scripted"
 %config PalMagics.trace = "off"
+%config PalMagics.samples = 1
 print("setup done")
 '''
 
@@ -286,3 +296,36 @@ def test_bad_input_shows_a_short_error_and_the_kernel_goes_on(jupyter_server, pa
     assert nb.wait_for_output(3, r"^\s*2\s*$").strip() == "2"
     assert nb.cells.count() == 4  # nothing was inserted
     nb.screenshot(request, "7-bad-input")
+
+
+def test_several_programs_show_the_tally_and_each_program(jupyter_server, page, request):
+    """8. --samples 3: the tally, a tab per program with its verdict, the doubt note, and the
+    winning program inserted with the vote in its header."""
+    name = "vote.ipynb"
+    write_notebook(jupyter_server.root_dir, name, [SETUP, "%pal_config", "%%pal --samples 3\nA vote question: how far?"])
+    nb = Notebook(jupyter_server, page, name).open()
+    setup_and_connect(nb)
+    nb.run_cell(2)
+    text = wait_for_answer(nb, 2, "150.0")
+    box = widget(nb, 2)
+    assert "2 of 3 programs agree on this answer, but not all: check the steps" in text, text
+    assert box.locator(".pal-doubt[data-confidence='medium']").is_visible()
+    tally = box.locator(".pal-tally").first
+    assert re.sub(r"\s+", " ", tally.inner_text()).startswith("answer programs 150.0 2 of 3 programs 1, 2 62.5 1 of 3 programs 3")
+    assert [t.strip() for t in headers(nb, 2).all_inner_texts()] == ["✓ Attempt 1: 3 programs · 2 of 3 programs agree"]
+    page_ = open_attempt(nb, 2, 1)
+    tabs = [t.strip() for t in page_.locator(".lm-TabBar-tab").all_inner_texts()]
+    assert tabs == ["1 ✓ 150.0", "2 ✓ 150.0", "3 ✓ 62.5"], tabs
+    selected = page_.locator(".lm-TabBar-tab.lm-mod-current").inner_text().strip()
+    assert selected == "1 ✓ 150.0"  # the shortest winning program is the one inserted
+    page_.locator(".lm-TabBar-tab", has_text="3 ✓").click()
+    assert "62.5" in page_.locator(".jp-OutputArea-output:visible").first.inner_text()
+    shot(nb, request, "8-vote", box)
+    nb.wait_for_cell_count(4)
+    wait_until_idle(nb, 2, WIDGET_TIMEOUT_MS)
+    source = nb.sources()[3]
+    assert "# attempt 1, program 1 of 3 of 1" in source and "# 2 of 3 programs agree on 150.0" in source, source
+    assert source.rstrip().endswith("print(60 * 2.5)")
+    saved = nb.save_and_read(until=lambda n: len(n.cells) == 4)
+    meta = saved.cells[3].metadata["pal_jupyter"]
+    assert (meta["program"], meta["programs"]) == (1, 3) and meta["agreement"] == pytest.approx(2 / 3)

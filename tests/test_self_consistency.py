@@ -1,0 +1,188 @@
+"""Several programs per question, each run in its own real child kernel, and the vote.
+
+A scripted model supplies the candidates (one batch of ``samples`` replies per round); the
+kernels, their isolation, timeouts and the data guard are real.
+"""
+
+from __future__ import annotations
+
+import time
+
+import pandas as pd
+import psutil
+import pytest
+
+from pal_jupyter import ExecutorLimits, KernelPool, ScriptedBackend, solve
+from pal_jupyter.loop import SolveObserver
+from pal_jupyter.model import GenerationOptions
+from pal_jupyter.trace import read_trace
+
+
+def fenced(code: str, explanation: str = "") -> str:
+    return f"{explanation}\n```python\n{code}\n```\n"
+
+
+@pytest.fixture(scope="module")
+def pool():
+    with KernelPool(ExecutorLimits(timeout_s=3, grace_s=1)) as pool:
+        yield pool
+
+
+def test_five_programs_in_one_batch_vote_and_the_winner_is_final(pool, tmp_path):
+    model = ScriptedBackend([
+        fenced("x = 60 * 2.5\nprint(x)"),
+        fenced("print(60 * 2.5)"),
+        fenced("print(60 + 2.5)"),
+        fenced("print(undefined_name)"),
+        fenced("speed = 60\nhours = 2.5\nprint(speed * hours)"),
+    ])
+    trace = tmp_path / "trace.jsonl"
+    session = solve("How far?", model=model, executor=pool, samples=5, trace=trace)
+    assert model.batch_sizes == [5]  # one batched generation, not five
+    assert session.rounds == 1 and len(session.attempts) == 5
+    assert [a.sample for a in session.attempts] == [1, 2, 3, 4, 5]
+    vote = session.vote
+    assert vote.winner.answer.value == 150 and vote.winner.samples == [1, 2, 5]
+    assert session.agreement == 0.6 and session.confidence == "medium"
+    assert session.final.sample == 2 and session.answer == "150.0"  # the shortest winning program
+    assert session.attempts[3].error_type == "NameError" and session.attempts[2].answer == "62.5"
+    records = list(read_trace(trace))
+    assert [(r["sample"], r["votes"], r["won_vote"]) for r in records] == [
+        (1, 3, True), (2, 3, True), (3, 1, False), (4, 0, False), (5, 3, True)]
+    assert {r["reward"] for r in records} == {"<|good|>", "<|bad|>"}
+
+
+def test_each_program_runs_in_its_own_fresh_kernel(pool):
+    # Each program checks for a name that every program defines after the check.
+    probe = "import os\nprint(os.getpid(), 'leak' if 'left_behind' in globals() else 'clean')\nleft_behind = 1"
+    model = ScriptedBackend([fenced(probe)] * 3)
+    session = solve("Isolation?", model=model, executor=pool, samples=3)
+    outputs = [a.execution.stdout.split() for a in session.attempts]
+    assert len({pid for pid, _ in outputs}) == 3 and all(state == "clean" for _, state in outputs)
+
+
+def test_a_tie_goes_to_the_answer_with_the_shortest_program(pool):
+    model = ScriptedBackend([
+        fenced("total = 3 + 4\nprint(total)"), fenced("print(8)"), fenced("total = 3 + 4\nprint(total)"), fenced("print(8)"),
+    ])
+    session = solve("Tie?", model=model, executor=pool, samples=4)
+    assert session.answer == "8" and session.vote.votes == 2 and session.confidence == "low"
+
+
+def test_programs_that_print_nothing_do_not_vote(pool):
+    model = ScriptedBackend([fenced("x = 7"), fenced("print(7)"), fenced("y = 1")])
+    session = solve("Seven?", model=model, executor=pool, samples=3)
+    assert session.answer == "7" and session.vote.votes == 1 and session.vote.candidates == 3
+    assert session.agreement == pytest.approx(1 / 3)
+
+
+def test_when_every_candidate_fails_one_failure_is_repaired_in_a_new_batch(pool):
+    failing = [fenced("print(1/0)"), fenced("while True:\n    pass"), fenced("print(totl)")]
+    repairs = [fenced("print(10)", "Explanation: fixed.")] * 3
+    model = ScriptedBackend(failing + repairs)
+    session = solve("Repair?", model=model, executor=pool, samples=3)
+    assert model.batch_sizes == [3, 3] and session.rounds == 2
+    repair_prompt = model.calls[1][-1]["content"]
+    assert "print(1/0)" in repair_prompt and "ZeroDivisionError" in repair_prompt  # a fixable error, not the timeout
+    assert [a.kind for a in session.round(2)] == ["repair"] * 3
+    assert session.answer == "10" and session.confidence == "high"
+
+
+def test_all_candidates_failing_every_round_is_a_failed_session(pool):
+    model = ScriptedBackend([fenced("1/0")] * 4)
+    session = solve("Never", model=model, executor=pool, samples=2, max_attempts=2)
+    assert not session.succeeded and session.answer is None and session.confidence == "none"
+    assert session.vote.winner is None and session.final.error_type == "ZeroDivisionError"
+
+
+def test_a_hanging_candidate_costs_its_own_result_only(pool):
+    model = ScriptedBackend([fenced("import time\ntime.sleep(600)"), fenced("print(5)"), fenced("print(5)")])
+    before = {p.pid for p in psutil.Process().children(recursive=True)}
+    start = time.monotonic()
+    session = solve("Hang?", model=model, executor=pool, samples=3)
+    elapsed = time.monotonic() - start
+    hung = session.attempts[0]
+    assert hung.execution.reason.value == "timeout" and hung.error_type == "Timeout"
+    assert session.answer == "5" and session.vote.votes == 2
+    assert elapsed < 3 + 1 + 10  # timeout + grace + slack: the others did not wait in line behind it
+    # The hung kernel is gone and replaced: the pool still runs programs.
+    assert pool.run("print('still here')").stdout == "still here\n"
+    hung_pid_alive = [p for p in psutil.Process().children(recursive=True)
+                      if p.pid not in before and "time.sleep" in " ".join(p.cmdline())]
+    assert hung_pid_alive == []
+
+
+def test_a_program_that_replaces_the_users_data_is_refused_before_it_runs(pool, tmp_path):
+    marker = tmp_path / "ran.txt"
+    sales = pd.DataFrame({"region": ["East", "West", "East"], "units": [2, 3, 4], "price": [10.0, 1.0, 5.0]})
+    invented = (f"open({str(marker)!r}, 'w').write('ran')\n"
+                "import pandas as pd\nsales = pd.DataFrame({'region': ['East'], 'units': [1], 'price': [1.0]})  # Sample data\n"
+                "print((sales.units * sales.price).sum())")
+    honest = "east = sales[sales.region == 'East']\nprint((east.units * east.price).sum())"
+    model = ScriptedBackend([fenced(invented), fenced(honest), fenced(honest)])
+    session = solve("Revenue of East? Print just the number.", model=model, executor=pool, samples=3,
+                    variables={"sales": sales})
+    refused = session.attempts[0]
+    assert refused.execution is None and refused.error_type == "ReplacedData" and not marker.exists()
+    assert "replaced `sales` with data of its own (line 3" in refused.refusal
+    assert session.answer == "40.0" and session.vote.votes == 2
+
+
+def test_the_guard_feedback_reaches_the_repair_prompt(pool):
+    sales = pd.DataFrame({"units": [1, 2]})
+    model = ScriptedBackend([fenced("sales = [5, 6]\nprint(sum(sales))"), fenced("print(sales.units.sum())")])
+    session = solve("Total units? Print just the number.", model=model, executor=pool, samples=1,
+                    variables={"sales": sales})
+    assert "do not create, load or overwrite it" in model.calls[1][-1]["content"]
+    assert session.answer == "3"
+
+
+def test_a_table_where_one_number_is_asked_is_sent_back(pool):
+    sales = pd.DataFrame({"region": ["East", "West"], "revenue": [159.0, 20.0]})
+    series = "print(sales.groupby('region').revenue.sum())"
+    model = ScriptedBackend([fenced(series), fenced(series), fenced("print(sales.revenue[sales.region == 'East'].sum())")] * 1
+                            + [fenced("print(sales.revenue[sales.region == 'East'].sum())")] * 2)
+    session = solve("Revenue of East? Print just the number.", model=model, executor=pool, samples=2,
+                    variables={"sales": sales})
+    first = session.round(1)
+    assert [a.error_type for a in first] == ["NotANumber", "NotANumber"]
+    assert "asks for one number" in model.calls[1][-1]["content"]
+    assert session.answer == "159.0"
+
+
+def test_observer_sees_every_candidate_and_the_vote(pool):
+    class Recorder(SolveObserver):
+        def __init__(self):
+            self.started, self.tokens, self.finished, self.votes = [], set(), [], []
+
+        def attempt_started(self, attempt):
+            self.started.append(attempt.sample)
+
+        def token(self, attempt, text):
+            self.tokens.add(attempt.sample)
+
+        def attempt_finished(self, attempt):
+            self.finished.append(attempt.sample)
+
+        def vote_taken(self, session, vote):
+            self.votes.append(vote.tally)
+
+    recorder = Recorder()
+    solve("Obs?", model=ScriptedBackend([fenced("print(2)")] * 3), executor=pool, samples=3, observer=recorder)
+    assert recorder.started == [1, 2, 3] and recorder.tokens == {1, 2, 3} and recorder.finished == [1, 2, 3]
+    assert recorder.votes == ["3 of 3 programs agree"]
+
+
+@pytest.mark.parametrize("samples", [0, -1, 1000, "abc", 2.5, True])
+def test_bad_sample_counts_are_refused_before_any_work(samples):
+    model = ScriptedBackend([])
+    with pytest.raises(ValueError, match="samples must be"):
+        solve("Q", model=model, samples=samples)
+    assert model.calls == []
+
+
+def test_greedy_decoding_cannot_draw_several_programs():
+    model = ScriptedBackend([])
+    with pytest.raises(ValueError, match="temperature 0 .* same program 5 times"):
+        solve("Q", model=model, samples=5, generation=GenerationOptions(temperature=0))
+    assert model.calls == []

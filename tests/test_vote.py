@@ -1,0 +1,148 @@
+"""Reading answers from program output, the vote, and how doubt is put into words.
+
+Pure functions over typed records: no kernels, no model.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from pal_jupyter.records import Attempt, ExecutionResult, Session, StopReason, ErrorInfo
+from pal_jupyter.vote import (
+    asks_for_number,
+    competing_answers,
+    doubt_message,
+    looks_like_table,
+    mark_off_target,
+    read_answer,
+    take_vote,
+)
+
+SERIES = "region\nEast     159.0\nNorth     20.0\nWest      48.0\nName: revenue, dtype: float64\n"
+FRAME = "  region  revenue\n0   East    159.0\n1  North     20.0\n2   West     48.0\n"
+
+
+def ran(stdout: str = "", outputs: list | None = None) -> ExecutionResult:
+    return ExecutionResult(StopReason.OK, stdout=stdout, outputs=outputs or [])
+
+
+def candidate(sample: int, stdout: str | None, code: str = "print(x)", samples: int = 5) -> Attempt:
+    """A finished candidate: stdout None means it raised an error."""
+    attempt = Attempt(index=1, kind="initial", messages=[], sample=sample, samples=samples, code=code)
+    if stdout is None:
+        attempt.execution = ExecutionResult(StopReason.ERROR, error=ErrorInfo("NameError", "x", "NameError: x"))
+    else:
+        attempt.execution = ran(stdout)
+    attempt.program_answer = read_answer(attempt.execution)
+    return attempt
+
+
+@pytest.mark.parametrize("stdout, kind, text, value", [
+    ("150.0\n", "number", "150.0", 150.0),
+    ("Distance: 150 miles\n", "number", "Distance: 150 miles", 150.0),
+    ("step 1: 12\nThe answer is $1,234.50\n", "number", "The answer is $1,234.50", 1234.5),
+    ("East\n", "text", "East", None),
+    (SERIES, "table", "a table (5 lines)", None),  # never the 64 of "dtype: float64"
+    (FRAME, "table", "a table (4 lines)", None),
+])
+def test_read_answer_kinds(stdout, kind, text, value):
+    answer = read_answer(ran(stdout))
+    assert (answer.kind, answer.text, answer.value) == (kind, text, value)
+
+
+def test_read_answer_of_a_frame_left_as_the_cells_value_and_of_a_plot():
+    frame = {"output_type": "execute_result", "data": {"text/plain": FRAME, "text/html": "<table/>"}}
+    assert read_answer(ran(outputs=[frame])).kind == "table"
+    figure = {"output_type": "display_data", "data": {"image/png": "iVBOR", "text/plain": "<Figure>"}}
+    assert read_answer(ran(outputs=[figure])).kind == "figure"
+
+
+def test_failed_or_silent_programs_have_no_answer():
+    assert read_answer(ran("")) is None
+    assert read_answer(None) is None
+    assert read_answer(ExecutionResult(StopReason.TIMEOUT, stdout="150\n")) is None
+
+
+def test_table_detection_does_not_swallow_word_problems():
+    assert looks_like_table(SERIES) and looks_like_table(FRAME)
+    assert not looks_like_table("Total cost: 15\nAnswer: 30\n")
+    assert not looks_like_table("150.0")
+
+
+def test_majority_wins_and_numbers_compare_with_a_tolerance():
+    attempts = [candidate(1, "150\n"), candidate(2, "150.0001\n"), candidate(3, "149\n"),
+                candidate(4, None), candidate(5, "The answer is 150.0\n")]
+    vote = take_vote(attempts)
+    assert vote.winner.answer.value == 150 and vote.winner.samples == [1, 2, 5]
+    assert (vote.votes, vote.candidates, vote.agreement, vote.confidence) == (3, 5, 0.6, "medium")
+    assert vote.tally == "3 of 5 programs agree"
+
+
+def test_a_tie_goes_to_the_shortest_program_then_the_first_answer():
+    long, short = "a = 1\nb = 2\nprint(a + b)", "print(3)"
+    attempts = [candidate(1, "3\n", long), candidate(2, "4\n", short), candidate(3, "3\n", long), candidate(4, "4\n", long)]
+    assert take_vote(attempts).winner.answer.value == 4  # 2-2: the answer with the shortest program
+    same = [candidate(1, "3\n", short), candidate(2, "4\n", short)]
+    assert take_vote(same).winner.answer.value == 3  # equal length: the answer seen first
+
+
+def test_failures_and_silence_do_not_vote():
+    attempts = [candidate(1, None), candidate(2, ""), candidate(3, None), candidate(4, "7\n"), candidate(5, "")]
+    vote = take_vote(attempts)
+    assert vote.winner.answer.value == 7 and vote.votes == 1 and vote.confidence == "low"
+    assert competing_answers(vote) == "1 says 7 and 4 gave no answer"
+    nobody = take_vote([candidate(1, None), candidate(2, "")])
+    assert nobody.winner is None and nobody.agreement == 0.0 and "none of the 2" in nobody.tally
+
+
+def test_one_program_is_not_cross_checked():
+    vote = take_vote([candidate(1, "5\n", samples=1)])
+    assert vote.confidence == "single" and vote.tally == "one program (not cross-checked)"
+
+
+@pytest.mark.parametrize("question, strict_tables_out", [
+    ("What is the total revenue of the East region? Print just the number.", True),
+    ("Show revenue per region", False),
+])
+def test_tables_do_not_vote_where_one_number_is_asked(question, strict_tables_out):
+    attempts = [candidate(1, SERIES), candidate(2, SERIES), candidate(3, "159.0\n")]
+    mark_off_target(attempts, question)
+    assert (attempts[0].off_target is not None) == strict_tables_out
+    winner = take_vote(attempts).winner.answer
+    assert (winner.kind, winner.value) == (("number", 159.0) if strict_tables_out else ("table", None))
+
+
+def test_loose_number_wording_rules_tables_out_only_when_a_number_was_printed():
+    question = "How many orders per region are there?"
+    assert asks_for_number(question)
+    tables_only = [candidate(1, SERIES), candidate(2, SERIES)]
+    mark_off_target(tables_only, question)
+    assert all(a.off_target is None for a in tables_only)  # "per region": a table is a fine answer
+    mixed = [candidate(1, SERIES), candidate(2, "12\n")]
+    mark_off_target(mixed, question)
+    assert mixed[0].off_target and mixed[0].error_type == "NotANumber" and not mixed[0].good
+
+
+def _session(*stdouts: str | None) -> Session:
+    attempts = [candidate(i, out, code=f"print({i})" + "  # longer" * (5 - i)) for i, out in enumerate(stdouts, 1)]
+    session = Session(id="s", question="q", model="m", attempts=attempts, samples=len(attempts))
+    session.vote = take_vote(attempts)
+    return session
+
+
+def test_the_final_program_is_the_shortest_winner_and_the_agreement_is_reported():
+    session = _session("150\n", "150\n", "150\n", "150\n", "149\n")
+    assert session.final.sample == 4  # the winners 1-4; program 4 is the shortest of them
+    assert session.answer == "150" and session.agreement == 0.8 and session.confidence == "high"
+    assert doubt_message(session).startswith("4 of 5 programs, written independently, agree")
+
+
+def test_doubt_is_said_in_plain_words():
+    medium = _session("150\n", "150\n", "150\n", "149\n", None)
+    assert "check the steps" in doubt_message(medium)
+    low = _session("150\n", "150\n", "149\n", "149\n", None)
+    assert low.confidence == "low"
+    message = doubt_message(low)
+    assert message.startswith("I am not sure") and "2 say 149, 2 say 150 and 1 gave no answer" in message  # tie: shorter programs first
+    assert "teacher" in message
+    assert doubt_message(_session("5\n")) == ""  # one program: nothing to compare
