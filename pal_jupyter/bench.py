@@ -44,11 +44,13 @@ class Config:
     dtype: str = "auto"
     prompt: str = "chat-2shot"
     temperature: float | None = None  # None: greedy for k = 1, the sampling default for k > 1
+    guard: bool = True  # refuse programs that overwrite the variables handed over
 
     @property
     def label(self) -> str:
         temperature = "" if self.temperature is None else f" T={self.temperature:g}"
-        return f"k={self.samples} {self.dtype} {self.prompt}{temperature}"
+        guard = "" if self.guard else " no-guard"
+        return f"k={self.samples} {self.dtype} {self.prompt}{temperature}{guard}"
 
 
 @dataclass
@@ -70,7 +72,8 @@ class QuestionResult:
     programs_ran: int = 0  # of all programs, those that ran cleanly
     first_round_ran: int = 0  # of the first round's programs, those that ran cleanly
     answered: bool = False  # some program ran cleanly
-    replaced_data: int = 0  # programs refused for overwriting the user's variables
+    replaced_data: int = 0  # programs that overwrote the variables handed over (refused, or run without the guard)
+    answer_from_replaced: bool = False  # the answer came from a program that replaced the data
     rounds: int = 0
     error_types: list[str] = field(default_factory=list)
     seconds: float = 0.0
@@ -147,7 +150,7 @@ def run_benchmark(
             try:
                 session = solve(
                     result.question, model=backends(config), executor=pool, max_attempts=max_attempts,
-                    samples=config.samples, prompt_style=config.prompt, checker=checker,
+                    samples=config.samples, prompt_style=config.prompt, guard_data=config.guard, checker=checker,
                     variables=row.get("variables"), trace=trace,
                     generation=dataclasses.replace(generation or GenerationOptions(), temperature=config.temperature)
                     if config.temperature is not None else generation,
@@ -177,7 +180,8 @@ def fill(result: QuestionResult, session: Session) -> None:
     result.programs_ran = sum(a.ran_cleanly for a in session.attempts)
     result.first_round_ran = sum(a.ran_cleanly for a in session.round(1))
     result.answered = any(a.ran_cleanly for a in session.attempts)
-    result.replaced_data = sum(a.refusal is not None for a in session.attempts)
+    result.replaced_data = sum(bool(a.replaced) for a in session.attempts)
+    result.answer_from_replaced = bool(final is not None and final.replaced and session.succeeded)
     result.rounds = session.rounds
     result.error_types = [a.error_type for a in session.attempts if a.error_type]
     result.seconds = session.seconds
@@ -206,6 +210,7 @@ def summarize(results: list[QuestionResult], *, model: str, load_seconds: float,
         "accuracy": _share(r.correct for r in results),  # maj@k
         "accuracy_first_program": _share(r.first_correct for r in results),
         "pass_at_k": _share(r.any_correct for r in results),
+        "programs": sum(r.programs for r in results),
         "exec_success_programs": (sum(r.programs_ran for r in results) / max(1, sum(r.programs for r in results))),
         "exec_success_first_round": (sum(r.first_round_ran for r in results)
                                      / max(1, sum(r.config.samples for r in results if r.programs))),
@@ -214,6 +219,7 @@ def summarize(results: list[QuestionResult], *, model: str, load_seconds: float,
         "mean_rounds": statistics.fmean([r.rounds for r in results]) if results else 0.0,
         "error_types": dict(Counter(e for r in results for e in r.error_types).most_common()),
         "replaced_data_programs": sum(r.replaced_data for r in results),
+        "answers_from_replaced_data": sum(r.answer_from_replaced for r in results),
         "failures": sum(r.failure is not None for r in results),
         "seconds_per_question_mean": statistics.fmean(seconds) if seconds else 0.0,
         "seconds_per_question_median": statistics.median(seconds) if seconds else 0.0,
@@ -261,7 +267,8 @@ def format_summaries(summaries: list[dict[str, Any]]) -> str:
             lines.append(f"calibration {label}: {rows}")
     for s in summaries:
         errors = ", ".join(f"{k} {v}" for k, v in s["error_types"].items()) or "none"
-        lines.append(f"errors {_label(s)}: {errors}; replaced data: {s['replaced_data_programs']}")
+        lines.append(f"errors {_label(s)}: {errors}; programs that replaced the data: {s['replaced_data_programs']} "
+                     f"of {s['programs']}, answers from them: {s['answers_from_replaced_data']}")
     return "\n".join(lines)
 
 

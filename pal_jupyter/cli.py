@@ -35,6 +35,7 @@ class ConsoleObserver(SolveObserver):
         self.out = stream
         self.stream_tokens = stream_tokens
         self.color = stream.isatty() and "NO_COLOR" not in os.environ
+        self._written, self._shown = 0, 0.0  # progress of a batch of programs
 
     def _style(self, text: str, code: str) -> str:
         return f"\033[{code}m{text}\033[0m" if self.color else text
@@ -52,9 +53,17 @@ class ConsoleObserver(SolveObserver):
     def token(self, attempt: Attempt, text: str) -> None:
         if self.stream_tokens and attempt.samples == 1:
             print(text, end="", file=self.out, flush=True)
+        elif self.color:  # an interactive terminal: a running count instead of five interleaved streams
+            self._written += 1
+            if time.monotonic() - self._shown >= 0.5:
+                self._shown = time.monotonic()
+                print(f"\r  writing ... {self._written} tokens so far", end="", file=self.out, flush=True)
 
     def code_ready(self, attempt: Attempt) -> None:
         if attempt.samples > 1:
+            if self._written:
+                print("\r\033[K", end="", file=self.out, flush=True)
+                self._written = 0
             return
         if self.stream_tokens:
             self._print()
@@ -139,6 +148,12 @@ def _dtype_option(text: str) -> str:
     return text
 
 
+def _on_off(text: str) -> bool:
+    if text not in {"on", "off"}:
+        raise argparse.ArgumentTypeError(f"expected on or off, not {text!r}")
+    return text == "on"
+
+
 def _prompt_option(text: str) -> str:
     try:
         return prompts.prompt_style(text).name
@@ -163,6 +178,9 @@ def _add_model_options(parser: argparse.ArgumentParser, *, lists: bool = False) 
     if lists:
         parser.add_argument("--prompt", default=[prompts.DEFAULT_STYLE], type=_listed(_prompt_option),
                             help=f"prompt style(s): {', '.join(prompts.PROMPT_STYLES)}" + also)
+        parser.add_argument("--data-guard", default=[True], type=_listed(_on_off),
+                            help="on: refuse programs that overwrite the data handed over (as users get); "
+                                 "off: run them, to measure what the guard prevents" + also)
     parser.add_argument("--max-attempts", type=int, default=3, help="attempts per question, repairs included")
     parser.add_argument("--max-new-tokens", type=int, default=512)
     parser.add_argument("--temperature", type=_listed(float) if lists else float, default=[None] if lists else None,
@@ -255,8 +273,9 @@ def cmd_bench(args: argparse.Namespace) -> int:
     rows = read_rows(args.data, args.limit, args.offset)
     if not rows:
         raise PalError(f"No rows in {args.data} (offset {args.offset}).")
-    configs = [Config(samples=k, dtype=d, prompt=p, temperature=t)
-               for d in args.dtype for p in args.prompt for t in args.temperature for k in args.samples]
+    configs = [Config(samples=k, dtype=d, prompt=p, temperature=t, guard=g)
+               for d in args.dtype for p in args.prompt for t in args.temperature for g in args.data_guard
+               for k in args.samples]
     loaded: dict[str, Any] = {}
 
     def backend_for(config: Config) -> Any:
@@ -298,7 +317,8 @@ def _tally(results: list[Any], configs: list[Any]) -> dict[str, str]:
         done = [r for r in results if r.config == config]
         tally[f"k{config.samples}" + (f"-{config.dtype[:4]}" if len({c.dtype for c in configs}) > 1 else "")
               + (f"-{config.prompt}" if len({c.prompt for c in configs}) > 1 else "")
-              + (f"-T{config.temperature:g}" if len({c.temperature for c in configs}) > 1 else "")] = \
+              + (f"-T{config.temperature:g}" if len({c.temperature for c in configs}) > 1 else "")
+              + ("" if config.guard or len({c.guard for c in configs}) == 1 else "-noguard")] = \
             f"{sum(r.correct for r in done)}/{len(done)}"
     return tally
 

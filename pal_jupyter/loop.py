@@ -80,6 +80,7 @@ def solve(
     max_attempts: int = 3,
     samples: int = 1,
     prompt_style: str = prompts.DEFAULT_STYLE,
+    guard_data: bool = True,
     checker: Checker | None = None,
     variables: Mapping[str, Any] | None = None,
     namespace: Mapping[str, Any] | None = None,
@@ -98,7 +99,8 @@ def solve(
     that replaces one of them with invented data is refused before it runs; of ``namespace``
     (e.g. a notebook's globals) only the names a program actually uses are copied in. Every
     program is appended to ``trace`` (a JSONL path) when given. ``prompt_style`` picks the
-    worked examples (:data:`pal_jupyter.prompts.PROMPT_STYLES`).
+    worked examples (:data:`pal_jupyter.prompts.PROMPT_STYLES`); ``guard_data=False`` runs
+    programs that overwrite ``variables`` too (only the benchmark does that, to measure the guard).
     """
     question = (question or "").strip()
     if not question:
@@ -126,7 +128,7 @@ def solve(
         start = time.perf_counter()
         messages = prompts.pal_messages(question, variables, style=prompt_style)
         repaired: list[str | None] = []  # the programs fed back so far
-        round_ = _Round(backend, pool, samples, checker, variables, namespace, generation, observer)
+        round_ = _Round(backend, pool, samples, checker, variables, namespace, generation, observer, guard_data)
         for index in range(1, max_attempts + 1):
             candidates = round_.run(index, messages, question)
             session.attempts.extend(candidates)
@@ -180,10 +182,12 @@ class _Round:
         namespace: Mapping[str, Any] | None,
         generation: GenerationOptions,
         observer: SolveObserver,
+        guard_data: bool = True,
     ):
         self.backend, self.pool, self.samples, self.checker = backend, pool, samples, checker
         self.variables, self.namespace = dict(variables or {}), namespace
         self.generation, self.observer = generation, observer
+        self.guard_data = guard_data
 
     def run(self, index: int, messages: list[dict[str, str]], question: str) -> list[Attempt]:
         kind = "initial" if index == 1 else "repair"
@@ -223,7 +227,8 @@ class _Round:
             return
         attempt.code, attempt.explanation = extracted.code, extracted.explanation
         replaced = replaced_variables(attempt.code, frozenset(self.variables))
-        if replaced:
+        attempt.replaced = [r.name for r in replaced]
+        if replaced and self.guard_data:
             attempt.refusal = attempt.feedback = prompts.replaced_data_feedback(replaced)
 
     def _execute(self, runnable: list[Attempt]) -> None:

@@ -175,6 +175,7 @@ class Attempt:
     code: str | None = None  # the program extracted from it (None: the reply held no code)
     explanation: str = ""  # the model's plain-language account of the previous error
     no_code_reason: str | None = None
+    replaced: list[str] = field(default_factory=list)  # variables handed over that the program overwrote
     refusal: str | None = None  # why the program was not run (it replaced the user's data)
     execution: ExecutionResult | None = None
     program_answer: ProgramAnswer | None = None  # what it answered, when it ran and showed something
