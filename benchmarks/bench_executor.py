@@ -14,7 +14,7 @@ import argparse
 import statistics
 import time
 
-from pal_jupyter.executor import KernelPool
+from pal_jupyter.kernels import KernelPool
 
 PROGRAMS = {
     "print": "print(6 * 7)",

@@ -101,7 +101,7 @@ OPTIONS = notebook(
         "`pal-jupyter leti TRACE` turns it into training text with `<|good|>` / `<|bad|>` reward tokens."
     ),
     new_code_cell(
-        "from pal_jupyter.trace import default_trace_path, read_trace\n"
+        "from pal_jupyter.engine.trace import default_trace_path, read_trace\n"
         "records = list(read_trace(default_trace_path()))\n"
         "print(len(records) > 0, records[-1]['reward'])"
     ),
@@ -154,7 +154,7 @@ CLASSROOM = notebook(
                       "used before success, time to solution, and questions the tutor could not solve. From a "
                       "terminal: `pal-jupyter report classroom-logs`."),
     new_code_cell(
-        "from pal_jupyter.report import build_report\n"
+        "from pal_jupyter.classroom.report import build_report\n"
         "report = build_report(\"classroom-logs\", \"classroom-report.html\", progress=False)\n"
         "print(report)"
     ),

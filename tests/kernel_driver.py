@@ -37,7 +37,7 @@ class UserKernel:
 
     def child_kernels(self):
         parent = psutil.Process(self.km.provisioner.process.pid)
-        return [p for p in parent.children(recursive=True) if "pal_jupyter.kernel_launcher" in " ".join(p.cmdline())]
+        return [p for p in parent.children(recursive=True) if "pal_jupyter.kernels.launcher" in " ".join(p.cmdline())]
 
     def close(self):
         self.kc.stop_channels()

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from pal_jupyter.classlog import ClassLog, ReadStats, read_log, read_log_dir, safe_file_stem
+from pal_jupyter.classroom.classlog import ClassLog, ReadStats, read_log, read_log_dir, safe_file_stem
 
 ROOT = Path(__file__).resolve().parent.parent
 PAYLOAD = 200_000  # characters per crash-test record: a write big enough to be cut
@@ -24,7 +24,7 @@ PAYLOAD = 200_000  # characters per crash-test record: a write big enough to be 
 # time. In "anywhere" mode the real writer runs flat out and the kill lands wherever it lands.
 WRITER = """
 import sys, time
-from pal_jupyter import classlog
+from pal_jupyter.classroom import classlog
 
 log_dir, mode, payload = sys.argv[1], sys.argv[2], int(sys.argv[3])
 real_write_all = classlog._write_all

@@ -8,7 +8,7 @@ import sys
 import psutil
 import pytest
 
-from pal_jupyter.bench import Config, run_benchmark, summarize
+from pal_jupyter.benchmark.runner import Config, run_benchmark, summarize
 from pal_jupyter import KernelPool, ScriptedBackend
 
 

@@ -6,7 +6,7 @@ Run only these with ``pytest -m slow``; skip them with ``-m "not slow"``.
 import pytest
 
 from pal_jupyter import KernelPool, solve
-from pal_jupyter.model import Generation, load_model
+from pal_jupyter.backends import Generation, load_model
 
 pytestmark = pytest.mark.slow
 
@@ -68,8 +68,8 @@ def test_default_model_hint_ladder_never_gives_the_answer_away(default_model, po
     import json
     from pathlib import Path
 
-    from pal_jupyter.answers import numbers_match, parse_number
-    from pal_jupyter.tutor import TutorPlan, prepare_hints
+    from pal_jupyter.engine.answers import numbers_match, parse_number
+    from pal_jupyter.classroom.tutor import TutorPlan, prepare_hints
 
     data = Path(__file__).resolve().parents[2] / "shared" / "data" / "gsm8k" / "test.jsonl"
     if not data.exists():
@@ -89,7 +89,7 @@ def test_default_model_hint_ladder_never_gives_the_answer_away(default_model, po
 
 
 def test_default_model_check_finds_a_planted_bug(default_model, pool):
-    from pal_jupyter.tutor import check_code
+    from pal_jupyter.classroom.tutor import check_code
 
     buggy = "seattle = 20\ncharleston = 4 * seattle\ntoulouse = 2 * charleston\nprint(seattle + charleston + toulose)"
     result = check_code(buggy, backend=default_model, pool=pool, expected=260, allow_solution=True)

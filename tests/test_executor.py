@@ -17,10 +17,10 @@ import psutil
 import pytest
 
 from pal_jupyter.errors import KernelError
-from pal_jupyter.executor import ChildKernel, ExecutorLimits, KernelPool
-from pal_jupyter.records import StopReason
+from pal_jupyter.kernels.executor import ChildKernel, ExecutorLimits, KernelPool
+from pal_jupyter.kernels import StopReason
 
-LAUNCHER = "pal_jupyter.kernel_launcher"
+LAUNCHER = "pal_jupyter.kernels.launcher"
 ANSI = "\x1b["
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -263,7 +263,7 @@ def test_kernels_exit_when_parent_is_killed(tmp_path: Path) -> None:
     script = textwrap.dedent(
         """
         import time
-        from pal_jupyter.executor import ExecutorLimits, KernelPool
+        from pal_jupyter.kernels import ExecutorLimits, KernelPool
         pool = KernelPool(ExecutorLimits(warm_imports=()), warm=1)
         kernel = pool.acquire()
         time.sleep(0.3)

@@ -1,7 +1,7 @@
 import pytest
 
 from pal_jupyter.errors import NoCodeError
-from pal_jupyter.extraction import extract_code
+from pal_jupyter.engine.extraction import extract_code
 
 
 def test_first_python_fence_wins_and_chatter_is_dropped():

@@ -5,9 +5,9 @@ import json
 import pytest
 
 from pal_jupyter import EmptyQuestionError, KernelPool, NoCodeError, ScriptedBackend, solve
-from pal_jupyter.answers import numbers_match, parse_number
-from pal_jupyter.loop import SolveObserver
-from pal_jupyter.trace import read_trace, trace_to_leti
+from pal_jupyter.engine.answers import numbers_match, parse_number
+from pal_jupyter.engine.loop import SolveObserver
+from pal_jupyter.engine.trace import read_trace, trace_to_leti
 
 
 @pytest.fixture(scope="module")
@@ -144,7 +144,7 @@ def test_a_program_that_loops_forever_is_stopped_and_repaired():
 
 
 def test_session_serialises_to_json(pool):
-    from pal_jupyter.records import to_jsonable
+    from pal_jupyter.engine.records import to_jsonable
 
     session = solve("x", samples=1, model=ScriptedBackend([fenced("print(2)")]), executor=pool)
     data = json.loads(json.dumps(to_jsonable(session)))

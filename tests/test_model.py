@@ -19,19 +19,18 @@ from pathlib import Path
 import pytest
 import torch
 
-from pal_jupyter import model as model_module
-from pal_jupyter import presets
-from pal_jupyter.errors import ModelLoadError, PalError
-from pal_jupyter.model import (
+from pal_jupyter.backends import (
+    SAMPLE_TEMPERATURE,
     Generation,
     GenerationOptions,
     TransformersBackend,
-    _StopWhen,
     clear_model_cache,
     load_model,
-    resolve_dtype,
-    resolve_source,
+    presets,
 )
+from pal_jupyter.backends import huggingface as model_module
+from pal_jupyter.backends.huggingface import _StopWhen, resolve_dtype, resolve_source
+from pal_jupyter.errors import ModelLoadError, PalError
 from tiny_model import build_tiny_model
 
 MESSAGES = [
@@ -197,7 +196,7 @@ def test_greedy_cannot_draw_several_programs(tiny_backend):
     with pytest.raises(ValueError, match="same program 3 times"):
         tiny_backend.generate_many(MESSAGES, 3, GenerationOptions(temperature=0.0))
     assert GenerationOptions().temperature_for(1) == 0.0
-    assert GenerationOptions().temperature_for(5) == model_module.SAMPLE_TEMPERATURE
+    assert GenerationOptions().temperature_for(5) == SAMPLE_TEMPERATURE
 
 
 def test_render_prompt_uses_the_chat_template(tiny_backend):

@@ -10,7 +10,7 @@ from traitlets.config import Config
 from traitlets.config.loader import PyFileConfigLoader
 
 from pal_jupyter.errors import PalError, PolicyError
-from pal_jupyter.policy import TeacherPolicy
+from pal_jupyter.classroom.policy import TeacherPolicy
 
 CONFIG_FILE = """\
 c = get_config()  # noqa: F821 - provided by traitlets when it runs this file

@@ -3,9 +3,9 @@ import re
 import pandas as pd
 import pytest
 
-from pal_jupyter import prompts
-from pal_jupyter.answers import numbers_match, parse_number, reference_answer
-from pal_jupyter.records import ErrorInfo, ExecutionResult, StopReason
+from pal_jupyter.engine import prompts
+from pal_jupyter.engine.answers import numbers_match, parse_number, reference_answer
+from pal_jupyter.kernels import ErrorInfo, ExecutionResult, StopReason
 
 
 def test_pal_prompt_has_system_examples_and_question_last():
@@ -21,7 +21,7 @@ def test_worked_examples_compute_the_gsm8k_answers(style):
     # The worked examples must be right: a wrong example teaches the model wrong arithmetic.
     import contextlib, io
 
-    from pal_jupyter.extraction import extract_code
+    from pal_jupyter.engine.extraction import extract_code
 
     chosen = prompts.PROMPT_STYLES[style]
     answers = [e.answer for e in prompts.WORKED_EXAMPLES][: len(chosen.examples)]

@@ -13,10 +13,10 @@ from pathlib import Path
 import pytest
 from PIL import Image
 
-from pal_jupyter import cli
-from pal_jupyter.classlog import ClassLog
+from pal_jupyter.cli import main as cli_main
+from pal_jupyter.classroom.classlog import ClassLog
 from pal_jupyter.errors import PalError
-from pal_jupyter.report import build_report
+from pal_jupyter.classroom.report import build_report
 
 ROOT = Path(__file__).resolve().parent.parent
 START = datetime(2025, 3, 3, 9, 0, tzinfo=timezone.utc)
@@ -132,7 +132,7 @@ def test_empty_log_dir(tmp_path: Path) -> None:
 def test_missing_log_dir_is_a_user_error(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     with pytest.raises(PalError, match="No log folder"):
         build_report(tmp_path / "nope", tmp_path / "report.html")
-    assert cli.main(["report", str(tmp_path / "nope")]) == 2
+    assert cli_main(["report", str(tmp_path / "nope")]) == 2
     assert "No log folder" in capsys.readouterr().err
 
 

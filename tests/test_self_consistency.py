@@ -13,9 +13,9 @@ import psutil
 import pytest
 
 from pal_jupyter import ExecutorLimits, KernelPool, ScriptedBackend, solve
-from pal_jupyter.loop import SolveObserver
-from pal_jupyter.model import GenerationOptions
-from pal_jupyter.trace import read_trace
+from pal_jupyter.engine.loop import SolveObserver
+from pal_jupyter.backends import GenerationOptions
+from pal_jupyter.engine.trace import read_trace
 
 
 def fenced(code: str, explanation: str = "") -> str:

@@ -11,8 +11,8 @@ import pytest
 from kernel_driver import UserKernel, text_of
 
 from pal_jupyter import KernelPool, ScriptedBackend, solve
-from pal_jupyter.answers import parse_number
-from pal_jupyter.tutor import TutorPlan, check_code, prepare_hints, scrub_answer, skeleton
+from pal_jupyter.engine.answers import parse_number
+from pal_jupyter.classroom.tutor import TutorPlan, check_code, prepare_hints, scrub_answer, skeleton
 
 PROGRAM = "clips_april = 48\nclips_may = clips_april / 2  # half as many in May\ntotal = clips_april + clips_may\nprint(total)"
 

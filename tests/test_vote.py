@@ -7,8 +7,9 @@ from __future__ import annotations
 
 import pytest
 
-from pal_jupyter.records import Attempt, ExecutionResult, Session, StopReason, ErrorInfo
-from pal_jupyter.vote import (
+from pal_jupyter.engine.records import Attempt, Session
+from pal_jupyter.kernels import ErrorInfo, ExecutionResult, StopReason
+from pal_jupyter.engine.vote import (
     asks_for_number,
     competing_answers,
     doubt_message,

@@ -13,8 +13,8 @@ from pathlib import Path
 
 from html_render import render_html
 
-from pal_jupyter.classlog import ClassLog
-from pal_jupyter.report import build_report
+from pal_jupyter.classroom.classlog import ClassLog
+from pal_jupyter.classroom.report import build_report
 
 ROOT = Path(__file__).resolve().parents[2]
 def write_logs(log_dir: Path) -> None:

@@ -16,15 +16,15 @@ from typing import TYPE_CHECKING, Any
 from IPython.core.error import UsageError
 from IPython.display import display
 
+from ..classroom.tutor import TutorPlan, check_code, competing_approaches, explain_error, prepare_hints
+from ..engine.loop import SolveObserver, solve
+from ..engine.vote import competing_answers
+from ..errors import NoCodeError, PalError
 from . import cells
-from .errors import NoCodeError, PalError
-from .loop import SolveObserver, solve
-from .tutor import TutorPlan, check_code, competing_approaches, explain_error, prepare_hints
-from .vote import competing_answers
-from .widget import STYLE, TutorWidget, highlight, hint_text
+from .widgets import STYLE, TutorWidget, highlight, hint_text
 
 if TYPE_CHECKING:
-    from .magic import PalMagics
+    from .magics import PalMagics
 
 
 TUTOR_MIN_SAMPLES = 3  # the tutor always cross-checks its own answer, whatever PalMagics.samples says

@@ -23,12 +23,12 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
+from ..backends import Generation, GenerationOptions, ModelBackend, generate_candidates, load_model
+from ..errors import EmptyQuestionError, KernelError, NoCodeError
+from ..kernels import ExecutionResult, ExecutorLimits, KernelPool
 from . import prompts
-from .errors import EmptyQuestionError, KernelError, NoCodeError
-from .executor import ExecutorLimits, KernelPool
 from .extraction import extract_code, free_names, replaced_variables
-from .model import Generation, GenerationOptions, ModelBackend, generate_candidates, load_model
-from .records import Attempt, ExecutionResult, Session, Vote
+from .records import Attempt, Session, Vote
 from .trace import TraceWriter
 from .vote import mark_off_target, read_answer, take_vote
 

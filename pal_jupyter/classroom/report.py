@@ -32,8 +32,8 @@ from matplotlib.backends.backend_agg import FigureCanvasAgg  # explicit Agg: nev
 from matplotlib.figure import Figure
 from tqdm import tqdm
 
+from ..errors import PalError
 from .classlog import ReadStats, log_files, read_log
-from .errors import PalError
 
 log = logging.getLogger(__name__)
 

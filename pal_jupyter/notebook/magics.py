@@ -19,17 +19,18 @@ from IPython.core.magic import Magics, line_cell_magic, line_magic, magics_class
 from IPython.core.magic_arguments import argument, magic_arguments, parse_argstring
 from traitlets import Bool, Float, Int, Unicode
 
+from ..backends import SAMPLE_TEMPERATURE, GenerationOptions, load_model
+from ..classroom.classlog import ClassLog
+from ..classroom.policy import TeacherPolicy
+from ..engine.console import ConsoleObserver
+from ..engine.loop import DEFAULT_SAMPLES, MAX_SAMPLES, SolveObserver, solve
+from ..engine.options import samples_argument
+from ..engine.records import Attempt, Session
+from ..engine.trace import TraceWriter, default_trace_path
+from ..errors import PalError, PolicyError
+from ..kernels import ExecutorLimits, KernelPool
 from . import cells, tutoring
-from .classlog import ClassLog
-from .errors import PalError, PolicyError
-from .executor import ExecutorLimits, KernelPool
-from .loop import DEFAULT_SAMPLES, MAX_SAMPLES, SolveObserver, solve
-from .model import SAMPLE_TEMPERATURE, GenerationOptions, load_model
-from .options import samples_argument
-from .policy import TeacherPolicy
-from .records import Attempt, Session
-from .trace import TraceWriter, default_trace_path
-from .widget import PalWidget
+from .widgets import PalWidget
 
 log = logging.getLogger(__name__)
 
@@ -264,7 +265,7 @@ class PalMagics(Magics):
             raise
         self.last_session = session
         if args.quiet:
-            from .widget import summary_text
+            from .widgets import summary_text
 
             print(summary_text(session, question, "done" if session.succeeded else "failed"))
         if not args.no_insert and self.insert:
@@ -284,8 +285,6 @@ class PalMagics(Magics):
         if quiet:
             return None
         if getattr(self.shell, "kernel", None) is None:  # terminal IPython: no widgets
-            from .cli import ConsoleObserver
-
             return ConsoleObserver()
         view = PalWidget(question, model=model,
                          on_insert=lambda session, attempt: self._insert_attempt(session, attempt, origin))

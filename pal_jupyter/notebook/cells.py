@@ -22,7 +22,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from .records import Attempt, Session
+from ..engine.records import Attempt, Session
 
 log = logging.getLogger(__name__)
 

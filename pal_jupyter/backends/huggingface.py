@@ -1,196 +1,35 @@
-"""Model backends: the interface the repair loop talks to, and its transformers implementation.
+"""Local Hugging Face models through ``transformers``: batched generation with a prompt cache.
 
-A backend turns a list of chat messages into a completion, streaming text to a callback as it
-is produced. :class:`TransformersBackend` runs a local Hugging Face model (GPU in bf16 when
-there is one, CPU in fp32 otherwise); :class:`ScriptedBackend` replays fixed replies and is
-what tests and offline demos use when they need exact code out of "the model".
-
-Loaded models are cached per process (the only global state in pal-jupyter), keyed by
-source, device and dtype, so every ``%%pal`` cell after the first reuses the weights.
+:class:`TransformersBackend` runs a causal language model on the GPU (bf16) or the CPU (bf16
+where the CPU has bf16 matrix instructions, fp32 otherwise; :func:`resolve_dtype`). Several
+programs for one prompt are drawn in one batched ``generate`` call, and the key/value cache of
+the prompt's fixed part is kept between questions. :func:`load_transformers` resolves a preset,
+a GGUF file, a model directory or a Hugging Face id and loads it.
 """
 
 from __future__ import annotations
 
 import copy
-import dataclasses
 import logging
 import queue
 import re
 import threading
 import time
 from collections import OrderedDict
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Protocol, runtime_checkable
+from typing import Any
 
+from ..errors import ModelLoadError
 from . import presets
-from .errors import ModelLoadError
+from .base import ChatMessage, Generation, GenerationOptions, RowTokenCallback, TokenCallback
 
 log = logging.getLogger(__name__)
-
-ChatMessage = dict[str, str]  # {"role": "system" | "user" | "assistant", "content": str}
-TokenCallback = Callable[[str], None]
-RowTokenCallback = Callable[[int, str], None]  # (row of the batch, new text)
 
 # A reply is done once its first fenced code block is closed: whatever a model adds after
 # the program is chatter we would throw away, and on a CPU every token costs ~0.3 s.
 _CLOSED_FENCE = re.compile(r"```[^\n]*\n.*?^[ \t]*```", re.DOTALL | re.MULTILINE)
-
-
-#: Sampling temperature when several programs are drawn for one question and none was asked for.
-#: Chosen by measurement (benchmarks/README.md): lower makes the programs too alike to vote,
-#: higher makes small models write broken code more often.
-SAMPLE_TEMPERATURE = 0.7
-
-
-@dataclass
-class GenerationOptions:
-    """How to sample.
-
-    ``temperature=None`` means "the right thing": greedy decoding for a single program, and
-    :data:`SAMPLE_TEMPERATURE` when several are drawn to vote (greedy would write the same
-    program every time).
-    """
-
-    max_new_tokens: int = 512
-    temperature: float | None = None
-    top_p: float = 0.95
-    seed: int | None = None
-    stop_after_code: bool = True  # stop as soon as the first fenced code block is closed
-
-    def temperature_for(self, samples: int) -> float:
-        """The temperature to use when drawing ``samples`` completions of one prompt."""
-        if self.temperature is not None:
-            if samples > 1 and self.temperature <= 0:
-                raise ValueError(
-                    f"temperature 0 (greedy decoding) would write the same program {samples} times: "
-                    "use a temperature above 0 to draw several programs, or draw one."
-                )
-            return self.temperature
-        return SAMPLE_TEMPERATURE if samples > 1 else 0.0
-
-
-@dataclass
-class Generation:
-    """One completion and what it cost.
-
-    Completions drawn together in one batch share ``seconds`` and ``first_token_s``: the batch
-    is one wait for the user.
-    """
-
-    text: str
-    prompt_tokens: int
-    completion_tokens: int
-    seconds: float
-    first_token_s: float | None = None
-
-    @property
-    def tokens_per_second(self) -> float:
-        decode = self.seconds - (self.first_token_s or 0.0)
-        return (self.completion_tokens - 1) / decode if self.completion_tokens > 1 and decode > 0 else 0.0
-
-
-@runtime_checkable
-class ModelBackend(Protocol):
-    """What the repair loop needs from a model.
-
-    A backend may also offer ``generate_many(messages, n, options, on_token)`` returning ``n``
-    completions drawn in one batch (``on_token`` then receives ``(row, text)``);
-    :func:`generate_candidates` uses it when present and falls back to ``n`` calls of
-    ``generate`` otherwise.
-    """
-
-    name: str
-
-    def generate(
-        self,
-        messages: Sequence[ChatMessage],
-        options: GenerationOptions | None = None,
-        on_token: TokenCallback | None = None,
-    ) -> Generation: ...
-
-
-def generate_candidates(
-    backend: ModelBackend,
-    messages: Sequence[ChatMessage],
-    n: int,
-    options: GenerationOptions | None = None,
-    on_token: RowTokenCallback | None = None,
-) -> list[Generation]:
-    """``n`` completions of one prompt: one batched call when the backend can, else one by one."""
-    options = options or GenerationOptions()
-    options.temperature_for(n)  # a greedy request for several programs fails here, before any work
-    many = getattr(backend, "generate_many", None)
-    if many is not None:
-        return list(many(messages, n, options, on_token))
-    results = []
-    for row in range(n):
-        seed = None if options.seed is None else options.seed + row  # one seed would repeat one program
-        row_options = dataclasses.replace(options, temperature=options.temperature_for(n), seed=seed)
-        callback = (lambda text, row=row: on_token(row, text)) if on_token else None
-        results.append(backend.generate(messages, row_options, callback))
-    return results
-
-
-class ScriptedBackend:
-    """A backend that replies with prepared completions, in order.
-
-    ``replies`` is a list of strings, or a function from the messages to a string. Each reply
-    is streamed word by word like a real model, ``token_delay_s`` apart (a typing pace for
-    classroom demos and UI tests). Every prompt received is kept in ``calls``; a batch of
-    ``n`` (``generate_many``) takes the next ``n`` replies and counts as one call.
-    """
-
-    def __init__(
-        self,
-        replies: Iterable[str] | Callable[[Sequence[ChatMessage]], str],
-        name: str = "scripted",
-        token_delay_s: float = 0.0,
-    ):
-        self.name = name
-        self.token_delay_s = token_delay_s
-        self._reply = replies if callable(replies) else iter(list(replies)).__next__
-        self._callable = callable(replies)
-        self.calls: list[list[ChatMessage]] = []
-        self.batch_sizes: list[int] = []
-
-    def generate(
-        self,
-        messages: Sequence[ChatMessage],
-        options: GenerationOptions | None = None,
-        on_token: TokenCallback | None = None,
-    ) -> Generation:
-        callback = (lambda _row, text: on_token(text)) if on_token else None
-        return self.generate_many(messages, 1, options, callback)[0]
-
-    def generate_many(
-        self,
-        messages: Sequence[ChatMessage],
-        n: int,
-        options: GenerationOptions | None = None,
-        on_token: RowTokenCallback | None = None,
-    ) -> list[Generation]:
-        start = time.perf_counter()
-        self.calls.append([dict(m) for m in messages])
-        self.batch_sizes.append(n)
-        texts = [self._next(messages) for _ in range(n)]
-        rows = [re.findall(r"\S+\s*|\s+", text) for text in texts]
-        for step in range(max(map(len, rows), default=0)):  # interleaved, as a batch streams
-            if self.token_delay_s:
-                time.sleep(self.token_delay_s)
-            for row, chunks in enumerate(rows):
-                if step < len(chunks) and on_token:
-                    on_token(row, chunks[step])
-        prompt_words = sum(len(m["content"].split()) for m in messages)
-        seconds = time.perf_counter() - start
-        return [Generation(text, prompt_words, len(chunks), seconds, 0.0) for text, chunks in zip(texts, rows)]
-
-    def _next(self, messages: Sequence[ChatMessage]) -> str:
-        try:
-            return self._reply(messages) if self._callable else self._reply()
-        except StopIteration:
-            raise RuntimeError("ScriptedBackend ran out of replies") from None
 
 
 @dataclass
@@ -459,22 +298,6 @@ class _StopWhen:
         return torch.tensor(done, dtype=torch.bool, device=input_ids.device)
 
 
-# --------------------------------------------------------------------------- loading
-
-_CACHE: dict[tuple[str, str, str], TransformersBackend] = {}
-_CACHE_LOCK = threading.Lock()
-_REGISTERED: dict[str, ModelBackend] = {}
-
-
-def register_model(name: str, backend: ModelBackend) -> None:
-    """Make ``backend`` loadable by ``name`` (``%%pal --model NAME``, ``solve(model=NAME)``).
-
-    For backends that are not transformers checkpoints: a scripted backend for a classroom demo
-    that must not depend on a model's mood, or an adapter to a model served elsewhere.
-    """
-    _REGISTERED[name] = backend
-
-
 def resolve_device(device: str = "auto") -> str:
     """'auto' -> 'cuda' when a usable GPU is present, else 'cpu'. A requested GPU must work."""
     import torch
@@ -546,26 +369,8 @@ def resolve_source(source: str) -> str:
     return source  # a Hugging Face id: from the local HF cache, or the hub when reachable
 
 
-def load_model(source: str = presets.DEFAULT_MODEL, *, device: str = "auto", dtype: str = "auto") -> ModelBackend:
-    """Load (or reuse) a model. ``source``: registered name, preset, HF id, model directory or .gguf file."""
-    if source in _REGISTERED:
-        return _REGISTERED[source]
-    device = resolve_device(device)
-    dtype = resolve_dtype(dtype, device)
-    key = (source, device, dtype)
-    with _CACHE_LOCK:
-        if key not in _CACHE:
-            _CACHE[key] = _load_uncached(source, device, dtype)
-        return _CACHE[key]
-
-
-def clear_model_cache() -> None:
-    """Forget loaded models (their memory is freed once nothing else refers to them)."""
-    with _CACHE_LOCK:
-        _CACHE.clear()
-
-
-def _load_uncached(source: str, device: str, dtype: str) -> TransformersBackend:
+def load_transformers(source: str, device: str, dtype: str) -> TransformersBackend:
+    """Load ``source`` (preset, GGUF file, model directory or Hugging Face id) on ``device`` in ``dtype``."""
     import torch
     from safetensors import SafetensorError  # a damaged weights file raises this, not OSError
     from transformers import AutoModelForCausalLM, AutoTokenizer

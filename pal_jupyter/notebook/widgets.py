@@ -1,6 +1,6 @@
 """The live attempt widget, and the static summary shown where no widget can render.
 
-:class:`PalWidget` is a :class:`~pal_jupyter.loop.SolveObserver`: the repair loop drives it.
+:class:`PalWidget` is a :class:`~pal_jupyter.engine.loop.SolveObserver`: the repair loop drives it.
 It shows a header (question, status, answer, how many programs agree and, when they do not,
 the competing answers) and one Accordion page per attempt. An attempt that drew several
 programs has the vote's tally and a tab per program; each program shows the tokens as the model
@@ -19,9 +19,9 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-from .loop import SolveObserver
-from .records import Attempt, Session, Vote
-from .vote import doubt_message
+from ..engine.loop import SolveObserver
+from ..engine.records import Attempt, Session, Vote
+from ..engine.vote import doubt_message
 
 _TOKEN_REFRESH_S = 0.1  # stream tokens to the browser at most ten times a second
 

@@ -17,8 +17,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from .model import ChatMessage
-from .records import ExecutionResult
+from ..backends import ChatMessage
+from ..kernels import ExecutionResult
 
 SYSTEM = (
     "You are a patient Python tutor. You answer questions by writing a short Python program "

@@ -1,6 +1,6 @@
 """Entry point of a child kernel: apply resource limits, then start ipykernel.
 
-Run as ``python -m pal_jupyter.kernel_launcher --memory-bytes N --cpu-seconds N -f CONN``.
+Run as ``python -m pal_jupyter.kernels.launcher --memory-bytes N --cpu-seconds N -f CONN``.
 The limits are set here, inside the kernel process itself, before ipykernel (and the
 program it will run) exist, so they cover everything the program does, including
 subprocesses it starts (rlimits are inherited across fork/exec).
@@ -26,7 +26,7 @@ CPU_HARD_MARGIN_S = 5
 
 
 def _parse_args(argv: list[str]) -> tuple[argparse.Namespace, list[str]]:
-    parser = argparse.ArgumentParser(prog="pal_jupyter.kernel_launcher", add_help=False)
+    parser = argparse.ArgumentParser(prog="pal_jupyter.kernels.launcher", add_help=False)
     parser.add_argument("--memory-bytes", type=int, default=0, help="RLIMIT_AS; 0 = no limit")
     parser.add_argument("--cpu-seconds", type=int, default=0, help="RLIMIT_CPU; 0 = no limit")
     # Everything else (-f CONNECTION_FILE, ...) is ipykernel's.

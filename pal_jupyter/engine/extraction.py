@@ -13,7 +13,7 @@ import builtins
 import re
 from dataclasses import dataclass
 
-from .errors import NoCodeError
+from ..errors import NoCodeError
 
 _FENCE = re.compile(r"^[ \t]*```[ \t]*([\w+-]*)[^\n]*\n(.*?)(?:^[ \t]*```|\Z)", re.DOTALL | re.MULTILINE)
 _PYTHON_TAGS = {"python", "py", "python3", "ipython", "ipython3", ""}

@@ -31,7 +31,8 @@ import re
 from collections.abc import Sequence
 
 from .answers import parse_number
-from .records import Attempt, ExecutionResult, ProgramAnswer, Session, Vote, VoteGroup
+from ..kernels import ExecutionResult
+from .records import Attempt, ProgramAnswer, Session, Vote, VoteGroup
 
 _SERIES_FOOTER = re.compile(r"^(?:Name: .*, )?(?:Length: \d+, )?dtype: \w+$")
 _FRAME_FOOTER = re.compile(r"^\[\d+ rows x \d+ columns\]$")

@@ -49,8 +49,8 @@ from traitlets import Bool, Enum, Float, Int, List, TraitError, Unicode, default
 from traitlets.config import Application, Config, Configurable
 from traitlets.config.loader import PyFileConfigLoader
 
+from ..errors import PolicyError
 from .classlog import default_log_dir
-from .errors import PolicyError
 
 log = logging.getLogger(__name__)
 

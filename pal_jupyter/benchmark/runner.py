@@ -26,14 +26,14 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from .answers import numbers_match, parse_number, reference_answer
-from .errors import PalError
-from .executor import KernelPool
-from .loop import solve
-from .model import GenerationOptions, ModelBackend
-from .records import ExecutionResult, ProgramAnswer, Session, to_jsonable
-from .trace import TraceWriter
-from .vote import read_answer
+from ..backends import GenerationOptions, ModelBackend
+from ..engine.answers import numbers_match, parse_number, reference_answer
+from ..engine.loop import solve
+from ..engine.records import ProgramAnswer, Session, to_jsonable
+from ..engine.trace import TraceWriter
+from ..engine.vote import read_answer
+from ..errors import PalError
+from ..kernels import ExecutionResult, KernelPool
 
 
 @dataclass(frozen=True)
@@ -86,7 +86,7 @@ class QuestionResult:
 def read_rows(path: str | Path, limit: int | None = None, offset: int = 0) -> list[dict[str, Any]]:
     """Rows of a JSONL file, or of a built-in suite by name (``dataframes``)."""
     if str(path) == "dataframes":
-        from .dataframe_suite import suite_rows
+        from .dataframes import suite_rows
 
         rows = suite_rows()[offset:]
         return rows[:limit] if limit is not None else rows

@@ -24,13 +24,13 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
-from . import prompts
-from .answers import numbers_match, parse_number
-from .executor import KernelPool
-from .extraction import extract_code
-from .errors import NoCodeError
-from .model import ChatMessage, GenerationOptions, ModelBackend
-from .records import ExecutionResult, Session
+from ..backends import ChatMessage, GenerationOptions, ModelBackend
+from ..engine import prompts
+from ..engine.answers import numbers_match, parse_number
+from ..engine.extraction import clean_explanation, extract_code
+from ..engine.records import Session
+from ..errors import NoCodeError
+from ..kernels import ExecutionResult, KernelPool
 
 BLANK = "___"
 LEVEL_TITLES = {1: "A plan: questions to guide you", 2: "A skeleton: fill in the blanks", 3: "The full program"}
@@ -302,8 +302,6 @@ def _split_reply(text: str) -> tuple[str, str | None]:
 
 
 def prompts_clean(text: str) -> str:
-    from .extraction import clean_explanation
-
     return clean_explanation(text)
 
 

@@ -7,7 +7,7 @@ plus its ``BlockingKernelClient``.
 
 Why the pieces look the way they do:
 
-* The kernel command is ``python -m pal_jupyter.kernel_launcher --memory-bytes N
+* The kernel command is ``python -m pal_jupyter.kernels.launcher --memory-bytes N
   --cpu-seconds N -f {connection_file}``: the launcher sets RLIMIT_AS / RLIMIT_CPU on itself
   before ipykernel starts. jupyter_client builds the argv from ``KernelManager.kernel_spec``,
   so a subclass returns an in-memory ``KernelSpec`` (no kernel.json on disk to install).
@@ -46,8 +46,9 @@ from jupyter_client import KernelManager
 from jupyter_client.blocking import BlockingKernelClient
 from jupyter_client.kernelspec import KernelSpec
 
-from .errors import KernelError
-from .records import ErrorInfo, ExecutionResult, StopReason
+from ..errors import KernelError
+from .results import ErrorInfo, ExecutionResult, StopReason
+from .tracebacks import PROGRAM_FILENAME, crash_trace, make_error_info, strip_ansi
 
 logger = logging.getLogger(__name__)
 
@@ -55,7 +56,6 @@ OutputCallback = Callable[[dict[str, Any]], None]
 IndexedOutputCallback = Callable[[int, dict[str, Any]], None]  # (which program, output)
 
 MIN_MEMORY_BYTES = int(1.5 * 1024**3)  # an idle warm kernel reserves ~0.4-1 GiB of address space
-PROGRAM_FILENAME = "program.py"  # what tracebacks call the generated program
 TRUNCATION_MARKER = "\n[output truncated]\n"
 POLL_S = 0.1  # iopub poll timeout; also how often the kernel process is checked
 SETUP_TIMEOUT_S = 10.0  # for small silent executes (variable loading)
@@ -107,7 +107,7 @@ class _LimitedKernelManager(KernelManager):
 
 def _kernel_spec(limits: ExecutorLimits) -> KernelSpec:
     argv = [
-        sys.executable, "-m", "pal_jupyter.kernel_launcher",
+        sys.executable, "-m", "pal_jupyter.kernels.launcher",
         "--memory-bytes", str(limits.memory_bytes),
         "--cpu-seconds", str(limits.cpu_seconds),
         "-f", "{connection_file}",
@@ -121,7 +121,7 @@ def _kernel_env(extra_env: Mapping[str, str] | None) -> dict[str, str]:
     env = dict(os.environ)
     # The launcher must be importable even when pal_jupyter is not installed (run from a
     # checkout): the kernel's cwd is a temp dir, so put the package's parent on the path.
-    package_root = str(Path(__file__).resolve().parent.parent)
+    package_root = str(Path(__file__).resolve().parents[2])
     paths = [p for p in env.get("PYTHONPATH", "").split(os.pathsep) if p]
     if package_root not in paths:
         env["PYTHONPATH"] = os.pathsep.join([package_root, *paths])
@@ -193,132 +193,6 @@ def pickle_variables(variables: Mapping[str, Any]) -> dict[str, bytes]:
                 f"kernel: it cannot be pickled ({type(exc).__name__}: {exc})."
             ) from exc
     return blobs
-
-
-# --------------------------------------------------------------------------------------------
-# Traceback cleaning
-# --------------------------------------------------------------------------------------------
-
-_ANSI_RE = re.compile(r"\x1b\[[0-?]*[ -/]*[@-~]|\x1b[@-_]")
-# IPython: "Cell In[3], line 5" / "Cell In[3], line 2 in f" / Context mode "..., in f(x)"
-_CELL_RE = re.compile(
-    r"^(?P<indent>\s*)Cell In\[\d+\], line (?P<line>\d+)(?:,? in (?P<func>.+?))?\s*$"
-)
-# IPython: "File /path/mod.py:12 in func"
-_FILE_RE = re.compile(
-    r"^(?P<indent>\s*)File (?P<path>[^\"].*?):(?P<line>\d+)(?:,? in (?P<func>.+?))?\s*$"
-)
-_INTERNAL_PATHS = (f"{os.sep}IPython{os.sep}", f"{os.sep}ipykernel{os.sep}")
-# SyntaxError evalue names IPython's temp file: "invalid syntax (2070428553.py, line 2)"
-_TMP_SOURCE_RE = re.compile(r"\((?:\d+\.py|<ipython-input-[^>]*>), line (\d+)\)")
-# ipykernel's file name for a cell's code, as a crash trace shows it
-_CELL_FILE_RE = re.compile(r"[^\s\"']*ipykernel_\d+[/\\]\d+\.py")
-_SYNTAX_ENAMES = frozenset({"SyntaxError", "IndentationError", "TabError"})
-MAX_REPEATED_FRAMES = 3
-
-
-def strip_ansi(text: str) -> str:
-    return _ANSI_RE.sub("", text)
-
-
-def _split_blocks(lines: list[str]) -> list[list[str]]:
-    """Group traceback lines: a frame header plus its (deeper indented) source/caret lines."""
-    blocks: list[list[str]] = []
-    header_indent: int | None = None
-    for line in lines:
-        is_header = bool(_CELL_RE.match(line) or _FILE_RE.match(line))
-        indent = len(line) - len(line.lstrip())
-        continues = header_indent is not None and line.strip() and (
-            indent > header_indent or line.lstrip().startswith("-->") or line.startswith("---->")
-        )
-        if continues and not is_header:
-            blocks[-1].append(line)
-            continue
-        blocks.append([line])
-        header_indent = indent if is_header else None
-    return blocks
-
-
-def _rewrite_header(block: list[str], next_block: list[str] | None, ename: str) -> list[str] | None:
-    """Turn IPython frame headers into standard Python ones; None drops the frame."""
-    head = block[0]
-    cell = _CELL_RE.match(head)
-    if cell:
-        # A SyntaxError in the program itself is shown without "in <module>", like Python does.
-        syntax = ename in _SYNTAX_ENAMES and bool(next_block) and next_block[0].startswith(ename)
-        where = "" if syntax else f", in {cell['func'] or '<module>'}"
-        header = f'{cell["indent"]}File "{PROGRAM_FILENAME}", line {cell["line"]}{where}'
-        return [header, *block[1:]]
-    frame = _FILE_RE.match(head)
-    if frame:
-        if any(part in frame["path"] for part in _INTERNAL_PATHS):
-            return None
-        where = f", in {frame['func']}" if frame["func"] else ""
-        return [f'{frame["indent"]}File "{frame["path"]}", line {frame["line"]}{where}', *block[1:]]
-    return block
-
-
-def _collapse_repeats(blocks: list[list[str]]) -> list[list[str]]:
-    """Deep recursion: keep a few identical frames, then say how many were left out."""
-    out: list[list[str]] = []
-    i = 0
-    while i < len(blocks):
-        j = i
-        while j + 1 < len(blocks) and blocks[j + 1] == blocks[i]:
-            j += 1
-        run = j - i + 1
-        out.extend(blocks[i : i + min(run, MAX_REPEATED_FRAMES)])
-        if run > MAX_REPEATED_FRAMES:
-            out.append([f"  [Previous frame repeated {run - MAX_REPEATED_FRAMES} more times]"])
-        i = j + 1
-    return out
-
-
-def clean_traceback(traceback: list[str], ename: str, evalue: str) -> tuple[str, int | None]:
-    """Return (plain traceback text, line of program.py where it failed, if known)."""
-    text = strip_ansi("".join(part if part.endswith("\n") else part + "\n" for part in traceback))
-    text = _TMP_SOURCE_RE.sub(rf"({PROGRAM_FILENAME}, line \1)", text)
-    blocks = _split_blocks(text.rstrip("\n").split("\n"))
-    lineno: int | None = None
-    kept: list[list[str]] = []
-    for i, block in enumerate(blocks):
-        cell = _CELL_RE.match(block[0])
-        if cell:
-            lineno = int(cell["line"])  # the last one is the innermost program frame
-        new = _rewrite_header(block, blocks[i + 1] if i + 1 < len(blocks) else None, ename)
-        if new is not None:
-            kept.append(new)
-    if lineno is None and ename in _SYNTAX_ENAMES:
-        match = re.search(rf"\({re.escape(PROGRAM_FILENAME)}, line (\d+)\)", evalue)
-        lineno = int(match.group(1)) if match else None
-    lines = [line for block in _collapse_repeats(kept) for line in block]
-    return "\n".join(lines) + "\n", lineno
-
-
-def crash_trace(log: str) -> str:
-    """The program's part of a faulthandler dump in the kernel log ('' if there is none).
-
-    faulthandler lists the innermost call first; frames below the program's outermost one
-    (IPython, ipykernel, asyncio, the launcher) are dropped.
-    """
-    start = log.rfind("Fatal Python error")
-    if start < 0:
-        return ""
-    lines = _CELL_FILE_RE.sub(PROGRAM_FILENAME, strip_ansi(log[start:])).splitlines()
-    program = [i for i, line in enumerate(lines) if f'File "{PROGRAM_FILENAME}"' in line]
-    if program:
-        lines = lines[: program[-1] + 1]
-    return "\n".join(line for line in lines if not line.startswith("Extension modules")).strip()
-
-
-def make_error_info(content: Mapping[str, Any]) -> ErrorInfo:
-    """ErrorInfo from an iopub ``error`` message's content."""
-    ename = strip_ansi(str(content.get("ename", "Error")))
-    evalue = _TMP_SOURCE_RE.sub(
-        rf"({PROGRAM_FILENAME}, line \1)", strip_ansi(str(content.get("evalue", "")))
-    )
-    text, lineno = clean_traceback(list(content.get("traceback") or []), ename, evalue)
-    return ErrorInfo(ename=ename, evalue=evalue, traceback=text, lineno=lineno)
 
 
 # --------------------------------------------------------------------------------------------

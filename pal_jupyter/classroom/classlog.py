@@ -44,7 +44,7 @@ def utc_now() -> str:
 
 def default_log_dir() -> Path:
     """$PAL_JUPYTER_LOG_DIR, else ``$XDG_DATA_HOME/pal-jupyter/logs`` (~/.local/share/...)."""
-    from .trace import user_data_path
+    from ..engine.trace import user_data_path
 
     return user_data_path("PAL_JUPYTER_LOG_DIR", "logs")
 

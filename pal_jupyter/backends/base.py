@@ -1,0 +1,175 @@
+"""What the repair loop needs from a model, and a model that replays prepared replies.
+
+A backend turns a list of chat messages into completions, streaming text to a callback as it
+is produced. :class:`ModelBackend` is the protocol; :func:`generate_candidates` draws several
+completions of one prompt (in one batch when the backend can); :class:`ScriptedBackend`
+replays fixed replies and is what tests and classroom demos use when they need exact code out
+of "the model". The local Hugging Face implementation is in :mod:`.huggingface`.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import re
+import time
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass
+from typing import Protocol, runtime_checkable
+
+ChatMessage = dict[str, str]  # {"role": "system" | "user" | "assistant", "content": str}
+TokenCallback = Callable[[str], None]
+RowTokenCallback = Callable[[int, str], None]  # (row of the batch, new text)
+
+#: Sampling temperature when several programs are drawn for one question and none was asked for.
+#: Chosen by measurement (benchmarks/README.md): lower makes the programs too alike to vote,
+#: higher makes small models write broken code more often.
+SAMPLE_TEMPERATURE = 0.7
+
+
+@dataclass
+class GenerationOptions:
+    """How to sample.
+
+    ``temperature=None`` means "the right thing": greedy decoding for a single program, and
+    :data:`SAMPLE_TEMPERATURE` when several are drawn to vote (greedy would write the same
+    program every time).
+    """
+
+    max_new_tokens: int = 512
+    temperature: float | None = None
+    top_p: float = 0.95
+    seed: int | None = None
+    stop_after_code: bool = True  # stop as soon as the first fenced code block is closed
+
+    def temperature_for(self, samples: int) -> float:
+        """The temperature to use when drawing ``samples`` completions of one prompt."""
+        if self.temperature is not None:
+            if samples > 1 and self.temperature <= 0:
+                raise ValueError(
+                    f"temperature 0 (greedy decoding) would write the same program {samples} times: "
+                    "use a temperature above 0 to draw several programs, or draw one."
+                )
+            return self.temperature
+        return SAMPLE_TEMPERATURE if samples > 1 else 0.0
+
+
+@dataclass
+class Generation:
+    """One completion and what it cost.
+
+    Completions drawn together in one batch share ``seconds`` and ``first_token_s``: the batch
+    is one wait for the user.
+    """
+
+    text: str
+    prompt_tokens: int
+    completion_tokens: int
+    seconds: float
+    first_token_s: float | None = None
+
+    @property
+    def tokens_per_second(self) -> float:
+        decode = self.seconds - (self.first_token_s or 0.0)
+        return (self.completion_tokens - 1) / decode if self.completion_tokens > 1 and decode > 0 else 0.0
+
+
+@runtime_checkable
+class ModelBackend(Protocol):
+    """What the repair loop needs from a model.
+
+    A backend may also offer ``generate_many(messages, n, options, on_token)`` returning ``n``
+    completions drawn in one batch (``on_token`` then receives ``(row, text)``);
+    :func:`generate_candidates` uses it when present and falls back to ``n`` calls of
+    ``generate`` otherwise.
+    """
+
+    name: str
+
+    def generate(
+        self,
+        messages: Sequence[ChatMessage],
+        options: GenerationOptions | None = None,
+        on_token: TokenCallback | None = None,
+    ) -> Generation: ...
+
+
+def generate_candidates(
+    backend: ModelBackend,
+    messages: Sequence[ChatMessage],
+    n: int,
+    options: GenerationOptions | None = None,
+    on_token: RowTokenCallback | None = None,
+) -> list[Generation]:
+    """``n`` completions of one prompt: one batched call when the backend can, else one by one."""
+    options = options or GenerationOptions()
+    options.temperature_for(n)  # a greedy request for several programs fails here, before any work
+    many = getattr(backend, "generate_many", None)
+    if many is not None:
+        return list(many(messages, n, options, on_token))
+    results = []
+    for row in range(n):
+        seed = None if options.seed is None else options.seed + row  # one seed would repeat one program
+        row_options = dataclasses.replace(options, temperature=options.temperature_for(n), seed=seed)
+        callback = (lambda text, row=row: on_token(row, text)) if on_token else None
+        results.append(backend.generate(messages, row_options, callback))
+    return results
+
+
+class ScriptedBackend:
+    """A backend that replies with prepared completions, in order.
+
+    ``replies`` is a list of strings, or a function from the messages to a string. Each reply
+    is streamed word by word like a real model, ``token_delay_s`` apart (a typing pace for
+    classroom demos and UI tests). Every prompt received is kept in ``calls``; a batch of
+    ``n`` (``generate_many``) takes the next ``n`` replies and counts as one call.
+    """
+
+    def __init__(
+        self,
+        replies: Iterable[str] | Callable[[Sequence[ChatMessage]], str],
+        name: str = "scripted",
+        token_delay_s: float = 0.0,
+    ):
+        self.name = name
+        self.token_delay_s = token_delay_s
+        self._reply = replies if callable(replies) else iter(list(replies)).__next__
+        self._callable = callable(replies)
+        self.calls: list[list[ChatMessage]] = []
+        self.batch_sizes: list[int] = []
+
+    def generate(
+        self,
+        messages: Sequence[ChatMessage],
+        options: GenerationOptions | None = None,
+        on_token: TokenCallback | None = None,
+    ) -> Generation:
+        callback = (lambda _row, text: on_token(text)) if on_token else None
+        return self.generate_many(messages, 1, options, callback)[0]
+
+    def generate_many(
+        self,
+        messages: Sequence[ChatMessage],
+        n: int,
+        options: GenerationOptions | None = None,
+        on_token: RowTokenCallback | None = None,
+    ) -> list[Generation]:
+        start = time.perf_counter()
+        self.calls.append([dict(m) for m in messages])
+        self.batch_sizes.append(n)
+        texts = [self._next(messages) for _ in range(n)]
+        rows = [re.findall(r"\S+\s*|\s+", text) for text in texts]
+        for step in range(max(map(len, rows), default=0)):  # interleaved, as a batch streams
+            if self.token_delay_s:
+                time.sleep(self.token_delay_s)
+            for row, chunks in enumerate(rows):
+                if step < len(chunks) and on_token:
+                    on_token(row, chunks[step])
+        prompt_words = sum(len(m["content"].split()) for m in messages)
+        seconds = time.perf_counter() - start
+        return [Generation(text, prompt_words, len(chunks), seconds, 0.0) for text, chunks in zip(texts, rows)]
+
+    def _next(self, messages: Sequence[ChatMessage]) -> str:
+        try:
+            return self._reply(messages) if self._callable else self._reply()
+        except StopIteration:
+            raise RuntimeError("ScriptedBackend ran out of replies") from None

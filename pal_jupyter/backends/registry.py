@@ -1,0 +1,46 @@
+"""Loading models by name, and the loaded-model cache (the only global state in pal-jupyter).
+
+Models are cached per process, keyed by source, device and dtype, so every ``%%pal`` cell after
+the first reuses the weights. :func:`register_model` makes any backend loadable by name (a
+scripted classroom demo, an adapter to a model served elsewhere).
+"""
+
+from __future__ import annotations
+
+import threading
+
+from . import presets
+from .base import ModelBackend
+from .huggingface import TransformersBackend, load_transformers, resolve_device, resolve_dtype
+
+_CACHE: dict[tuple[str, str, str], TransformersBackend] = {}
+_CACHE_LOCK = threading.Lock()
+_REGISTERED: dict[str, ModelBackend] = {}
+
+
+def register_model(name: str, backend: ModelBackend) -> None:
+    """Make ``backend`` loadable by ``name`` (``%%pal --model NAME``, ``solve(model=NAME)``).
+
+    For backends that are not transformers checkpoints: a scripted backend for a classroom demo
+    that must not depend on a model's mood, or an adapter to a model served elsewhere.
+    """
+    _REGISTERED[name] = backend
+
+
+def load_model(source: str = presets.DEFAULT_MODEL, *, device: str = "auto", dtype: str = "auto") -> ModelBackend:
+    """Load (or reuse) a model. ``source``: registered name, preset, HF id, model directory or .gguf file."""
+    if source in _REGISTERED:
+        return _REGISTERED[source]
+    device = resolve_device(device)
+    dtype = resolve_dtype(dtype, device)
+    key = (source, device, dtype)
+    with _CACHE_LOCK:
+        if key not in _CACHE:
+            _CACHE[key] = load_transformers(source, device, dtype)
+        return _CACHE[key]
+
+
+def clear_model_cache() -> None:
+    """Forget loaded models (their memory is freed once nothing else refers to them)."""
+    with _CACHE_LOCK:
+        _CACHE.clear()

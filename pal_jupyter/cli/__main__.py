@@ -1,0 +1,7 @@
+"""``python -m pal_jupyter.cli``: the same as the ``pal-jupyter`` command."""
+
+import sys
+
+from .main import main
+
+sys.exit(main())

@@ -1,0 +1,11 @@
+"""The engine: question -> prompt -> model -> programs -> child kernels -> vote -> feedback.
+
+``answers`` and ``records`` (typed attempts, sessions, votes) <- ``prompts``, ``extraction``,
+``vote``, ``trace`` <- ``loop`` (:func:`solve`, the one repair loop every face calls) <-
+``console`` (a terminal view of it) and ``options`` (settings shared by the notebook and CLI).
+"""
+
+from .loop import DEFAULT_SAMPLES, MAX_SAMPLES, SolveObserver, solve
+from .records import Attempt, ProgramAnswer, Session, Vote
+
+__all__ = ["DEFAULT_SAMPLES", "MAX_SAMPLES", "Attempt", "ProgramAnswer", "Session", "SolveObserver", "Vote", "solve"]

@@ -1,0 +1,120 @@
+"""Progress of a question in a terminal (the ``pal-jupyter`` command, terminal IPython)."""
+
+from __future__ import annotations
+
+import os
+import sys
+import time
+from typing import Any, TextIO
+
+from .loop import SolveObserver
+from .records import Attempt, Session, Vote
+
+
+class ConsoleObserver(SolveObserver):
+    """Shows each attempt as it happens: streamed code, output, error, explanation, the vote.
+
+    A single program is streamed token by token with its output; several candidates are
+    summarised one line each, then the tally and the winning program.
+    """
+
+    def __init__(self, stream: TextIO = sys.stdout, stream_tokens: bool = True):
+        self.out = stream
+        self.stream_tokens = stream_tokens
+        self.color = stream.isatty() and "NO_COLOR" not in os.environ
+        self._written, self._shown = 0, 0.0  # progress of a batch of programs
+
+    def _style(self, text: str, code: str) -> str:
+        return f"\033[{code}m{text}\033[0m" if self.color else text
+
+    def _print(self, text: str = "") -> None:
+        print(text, file=self.out, flush=True)
+
+    def attempt_started(self, attempt: Attempt) -> None:
+        if attempt.sample != 1:
+            return
+        what = "a program" if attempt.samples == 1 else f"{attempt.samples} programs"
+        label = f"writing {what}" if attempt.kind == "initial" else f"repairing from the error ({what})"
+        self._print(self._style(f"── Attempt {attempt.index}: {label} ──", "1;36"))
+
+    def token(self, attempt: Attempt, text: str) -> None:
+        if self.stream_tokens and attempt.samples == 1:
+            print(text, end="", file=self.out, flush=True)
+        elif self.color:  # an interactive terminal: a running count instead of five interleaved streams
+            self._written += 1
+            if time.monotonic() - self._shown >= 0.5:
+                self._shown = time.monotonic()
+                print(f"\r  writing ... {self._written} tokens so far", end="", file=self.out, flush=True)
+
+    def code_ready(self, attempt: Attempt) -> None:
+        if attempt.samples > 1:
+            if self._written:
+                print("\r\033[K", end="", file=self.out, flush=True)
+                self._written = 0
+            return
+        if self.stream_tokens:
+            self._print()
+        else:
+            if attempt.explanation:
+                self._print(f"Explanation: {attempt.explanation}")
+            self._print(attempt.code or "")
+        self._print(self._style("Running it in a fresh kernel ...", "2"))
+
+    def output(self, attempt: Attempt, output: dict[str, Any]) -> None:
+        if attempt.samples > 1:
+            return
+        kind = output.get("output_type")
+        if kind == "stream":
+            print(output.get("text", ""), end="", file=self.out, flush=True)
+        elif kind in ("display_data", "execute_result"):
+            data = output.get("data", {})
+            if "text/plain" in data and "image/png" not in data:
+                self._print(str(data["text/plain"]))
+            else:
+                self._print(self._style(f"[{', '.join(sorted(data))}]", "2"))
+
+    def attempt_finished(self, attempt: Attempt) -> None:
+        if attempt.samples > 1:
+            self._print(f"  program {attempt.sample}: {self._verdict(attempt)}")
+            return
+        if attempt.code is None:
+            self._print(self._style(f"No code in the reply: {attempt.no_code_reason}", "33"))
+        elif attempt.refusal is not None:
+            self._print(self._style(attempt.refusal, "33"))
+        elif attempt.execution is not None and attempt.execution.error is not None:
+            self._print(self._style(attempt.execution.error.traceback.strip(), "31"))
+        elif attempt.off_target is not None:
+            self._print(self._style(f"The program {attempt.off_target}.", "33"))
+        elif attempt.correct is False:
+            self._print(self._style("The program ran but its answer is wrong.", "33"))
+        timing = f"model {attempt.generate_s:.1f} s, run {attempt.execute_s:.2f} s"
+        verdict = self._style("ok", "32") if attempt.good else self._style("failed", "31")
+        self._print(self._style(f"[attempt {attempt.index}: {verdict}; {timing}]", "2"))
+
+    def _verdict(self, attempt: Attempt) -> str:
+        if attempt.good:
+            return self._style(attempt.answer or "(ran; printed nothing)", "32")
+        error = attempt.execution.error if attempt.execution else None
+        detail = f"{error.ename}: {error.evalue}" if error else (attempt.refusal or attempt.off_target or attempt.error_type or "failed")
+        return self._style(" ".join(str(detail).split())[:100], "31")
+
+    def vote_taken(self, session: Session, vote: Vote) -> None:
+        if vote.candidates <= 1:
+            return
+        self._print(self._style(f"Vote: {vote.tally}" + (f" on {vote.winner.answer.text}" if vote.winner else ""), "1"))
+        if len(vote.groups) > 1:
+            others = "; ".join(f"{g.answer.text} ({g.votes})" for g in vote.groups[1:])
+            self._print(self._style(f"  other answers: {others}", "33"))
+        final = session.final
+        if vote.winner is not None and final is not None:
+            self._print(self._style(f"── Program {final.sample} (the shortest with the winning answer) ──", "2"))
+            self._print(final.code or "")
+
+    def session_finished(self, session: Session) -> None:
+        if session.succeeded:
+            answer = session.answer if session.answer is not None else "(the program ran; see its output above)"
+            doubt = {"medium": " (most programs agree, check it)",
+                     "low": " (NOT SURE: the programs disagree)"}.get(session.confidence, "")
+            self._print(self._style(f"Answer: {answer}{doubt}", "1;32" if session.confidence != "low" else "1;33"))
+        else:
+            self._print(self._style(f"No working program after {session.rounds} attempt(s).", "1;31"))

@@ -1,0 +1,1 @@
+"""The notebook face: the ``%%pal`` magics, the live widgets, and putting programs into cells."""
