@@ -33,8 +33,8 @@ browser-deps:
 		apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium; \
 	else echo "note: /usr/bin/chromium is missing (sudo apt-get install chromium); browser tests will be skipped"; fi
 
-test-fast: $(STAMP)
-	HF_HUB_OFFLINE=1 $(BIN)/python -m pytest -m "not slow" $(PYTEST_ARGS)
+test-fast: $(STAMP)  ## everything but the packaged model and the browser (real kernels and tiny models included)
+	HF_HUB_OFFLINE=1 $(BIN)/python -m pytest -m "not slow and not browser" $(PYTEST_ARGS)
 
 bench: $(STAMP)  ## 50 GSM8K test questions with the default model
 	HF_HUB_OFFLINE=1 $(BIN)/pal-jupyter bench --data ../shared/data/gsm8k/test.jsonl --limit 50

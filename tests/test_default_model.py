@@ -7,6 +7,7 @@ import pytest
 
 from pal_jupyter import KernelPool, solve
 from pal_jupyter.backends import Generation, load_model
+from pal_jupyter.backends.huggingface import resolve_dtype
 
 pytestmark = pytest.mark.slow
 
@@ -29,7 +30,8 @@ def test_default_model_answers_the_train_question(default_model, pool):
     assert session.succeeded
     assert float(session.answer) == pytest.approx(150)
     assert tokens, "tokens were streamed while the model wrote"
-    assert default_model.device == "cpu" and default_model.dtype == "float32"
+    assert default_model.device == "cpu" and default_model.dtype == resolve_dtype("auto", "cpu")
+    assert session.samples == 5 and session.agreement is not None  # the default: five programs and a vote
 
 
 class _TokenSink:
@@ -56,29 +58,30 @@ class SeededBugFirst:
 def test_default_model_explains_and_repairs_a_seeded_bug(default_model, pool):
     buggy = "apples_per_box = 12\nboxes = 7\ntotal = apples_per_box * box\nprint(total)"
     session = solve("A shop packs 12 apples in a box. How many apples are in 7 boxes?",
-                    model=SeededBugFirst(default_model, buggy), executor=pool)
+                    model=SeededBugFirst(default_model, buggy), executor=pool, samples=1)
     first, repair = session.attempts[0], session.attempts[1]
     assert first.error_type == "NameError" and first.execution.error.lineno == 3
     assert repair.kind == "repair" and repair.explanation, "the model explains the error in words"
     assert session.succeeded and float(session.answer) == pytest.approx(84)
 
 
-@pytest.mark.parametrize("row", [2, 8])  # GSM8K test questions: Josh's house flip, Toulouse's sheep
-def test_default_model_hint_ladder_never_gives_the_answer_away(default_model, pool, row):
-    import json
-    from pathlib import Path
+# GSM8K test questions (MIT licence): Josh's house flip (70000) and Toulouse's sheep (260).
+LADDER_QUESTIONS = [
+    "Josh decides to try flipping a house.  He buys a house for $80,000 and then puts in $50,000 in repairs.  "
+    "This increased the value of the house by 150%.  How much profit did he make?",
+    "Toulouse has twice as many sheep as Charleston. Charleston has 4 times as many sheep as Seattle. How many "
+    "sheep do Toulouse, Charleston, and Seattle have together if Seattle has 20 sheep?",
+]
 
-    from pal_jupyter.engine.answers import numbers_match, parse_number
+
+@pytest.mark.parametrize("question", LADDER_QUESTIONS, ids=["house", "sheep"])
+def test_default_model_hint_ladder_never_gives_the_answer_away(default_model, pool, question):
     from pal_jupyter.classroom.tutor import TutorPlan, prepare_hints
+    from pal_jupyter.engine.answers import numbers_match, parse_number
 
-    data = Path(__file__).resolve().parents[2] / "shared" / "data" / "gsm8k" / "test.jsonl"
-    if not data.exists():
-        pytest.skip(f"{data} is not here")
-    record = json.loads(data.read_text().splitlines()[row])
-    session = solve(record["question"], model=default_model, executor=pool)
-    if not session.succeeded:
-        pytest.skip("the model could not solve this one itself; the tutor would say so")
-    plan = TutorPlan(record["question"], session)
+    session = solve(question, model=default_model, executor=pool, samples=1)
+    assert session.succeeded, "the default model writes a working program for both (greedy, on this CPU)"
+    plan = TutorPlan(question, session)
     prepare_hints(plan, default_model, cap=3)
     answer = parse_number(session.answer)
     for hint in plan.hints[:2]:
@@ -95,4 +98,4 @@ def test_default_model_check_finds_a_planted_bug(default_model, pool):
     result = check_code(buggy, backend=default_model, pool=pool, expected=260, allow_solution=True)
     assert result.verdict == "error" and result.line == 4 and "line 4" in result.hint
     assert len(result.explanation) > 20
-    assert result.corrected is None or "toulouse" in result.corrected
+    assert result.corrected is not None and "toulouse" in result.corrected  # verified: it prints 260

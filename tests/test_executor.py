@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import base64
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -17,7 +18,7 @@ import psutil
 import pytest
 
 from pal_jupyter.errors import KernelError
-from pal_jupyter.kernels.executor import ChildKernel, ExecutorLimits, KernelPool
+from pal_jupyter.kernels.executor import ChildKernel, ExecutorLimits, KernelPool, sweep_leftovers
 from pal_jupyter.kernels import StopReason
 
 LAUNCHER = "pal_jupyter.kernels.launcher"
@@ -121,7 +122,8 @@ def test_matplotlib_figure_is_png(warm_pool: KernelPool) -> None:
 
 
 def test_dataframe_and_variables(warm_pool: KernelPool) -> None:
-    pd = pytest.importorskip("pandas")
+    import pandas as pd
+
     df = pd.DataFrame({"city": ["a", "b", "a"], "sales": [1, 2, 5]})
     code = "out = df.groupby('city')['sales'].sum().reset_index()\nprint(config['unit'])\nout"
     result = warm_pool.run(code, {"df": df, "config": {"unit": "EUR"}})
@@ -289,6 +291,11 @@ def test_kernels_exit_when_parent_is_killed(tmp_path: Path) -> None:
         for pid in survivors:
             os.kill(pid, signal.SIGKILL)
         assert survivors == [], "child kernels outlived their SIGKILLed parent by 5 s"
+        # Nobody was left to delete their folders; the next pool's start sweeps them.
+        left = sorted(p.name for p in tmp_path.iterdir() if p.name.startswith("pal-"))
+        assert len(left) == 4 and all(f"-{parent.pid}-" in name for name in left), left  # 2 kernels x cwd + ipc
+        assert sorted(Path(p).name for p in sweep_leftovers(str(tmp_path))) == left
+        assert not [p for p in tmp_path.iterdir() if p.name.startswith("pal-")]
     finally:
         if parent.poll() is None:
             parent.kill()
@@ -333,3 +340,65 @@ def test_segfault_is_died_with_program_line(strict_pool: KernelPool) -> None:
     assert err is not None and "SIGSEGV" in err.evalue
     assert 'File "program.py", line 4 in crash' in err.traceback  # faulthandler's trace
     assert err.lineno == 4
+
+
+def test_sweep_keeps_folders_of_live_owners(tmp_path: Path) -> None:
+    mine = tmp_path / f"pal-kernel-{os.getpid()}-abc"
+    dead = tmp_path / "pal-ipc-999999999-abc"  # no such pid
+    other = tmp_path / "pal-kernel-notes"  # not ours to judge
+    for folder in (mine, dead, other):
+        folder.mkdir()
+        (folder / "connection.json").write_text("{}")
+    assert sweep_leftovers(str(tmp_path)) == [str(dead)]
+    assert mine.exists() and other.exists() and not dead.exists()
+
+
+def test_deep_recursion_is_collapsed_in_the_traceback(pool: KernelPool) -> None:
+    result = pool.run("def down(n):\n    return down(n + 1)\ndown(0)")
+    text = result.error.traceback
+    assert result.error.ename == "RecursionError"
+    assert text.count('File "program.py", line 2, in down') == 3
+    assert re.search(r"\[Previous frame repeated \d+ more times\]", text) and len(text) < 2000
+
+
+def test_per_run_limits_apply_without_a_new_kernel(strict_pool: KernelPool) -> None:
+    started = time.monotonic()
+    result = strict_pool.run("import time\ntime.sleep(30)", limits=ExecutorLimits(timeout_s=0.5, grace_s=1.0))
+    assert result.reason is StopReason.TIMEOUT and "longer than 0.5 s" in result.error.evalue
+    assert time.monotonic() - started < 5
+    assert strict_pool.run("print(1)").stdout == "1\n"  # the pool's own limits are unchanged
+
+
+def test_closing_the_pool_under_a_running_program_is_a_kernel_error() -> None:
+    pool = KernelPool(ExecutorLimits(warm_imports=()))
+    box: dict[str, BaseException] = {}
+
+    def run() -> None:
+        try:
+            pool.run("import time\ntime.sleep(60)")
+        except BaseException as exc:  # what the thread would see
+            box["error"] = exc
+
+    thread = threading.Thread(target=run)
+    thread.start()
+    time.sleep(2)
+    pool.close()
+    thread.join(15)
+    assert isinstance(box["error"], KernelError), repr(box["error"])
+    assert "shut down while the program ran" in str(box["error"])
+
+
+def test_the_child_kernel_reads_no_ipython_configuration(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    profile = tmp_path / "ipython" / "profile_default"
+    (profile / "startup").mkdir(parents=True)
+    (profile / "ipython_config.py").write_text(
+        "c.InteractiveShellApp.exec_lines = ['FROM_CONFIG = 1']\nc.InteractiveShellApp.extensions = ['pal_jupyter']\n")
+    (profile / "startup" / "00-mark.py").write_text("FROM_STARTUP = 1\n")
+    startup = tmp_path / "startup.py"
+    startup.write_text("FROM_PYTHONSTARTUP = 1\n")
+    monkeypatch.setenv("IPYTHONDIR", str(tmp_path / "ipython"))
+    monkeypatch.setenv("PYTHONSTARTUP", str(startup))
+    with KernelPool(ExecutorLimits(warm_imports=())) as pool:
+        code = ("print(sorted(n for n in globals() if n.startswith('FROM_')), "
+                "'pal_jupyter' in get_ipython().extension_manager.loaded)")
+        assert pool.run(code).stdout == "[] False\n"

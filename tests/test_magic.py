@@ -95,12 +95,16 @@ def test_child_kernel_death_is_reported_and_the_user_kernel_survives(kernel):
         ("import threading\nlock = threading.Lock()\n%pal --use lock what is in lock", "cannot be copied"),
         ("%%pal --model /no/such/model\nQ", "No model at /no/such/model"),
         ("%%pal --bogus\nQ", "unrecognized arguments: --bogus"),
-        ("%%pal --samples 0\nQ", "expected a whole number from 1 to 16"),
-        ("%%pal --samples -1\nQ", "expected a whole number from 1 to 16"),
-        ("%%pal --samples abc\nQ", "expected a whole number from 1 to 16"),
-        ("%%pal --samples 1000\nQ", "expected a whole number from 1 to 16"),
+        ("%%pal --samples 0\nQ", "samples must be a whole number from 1 to 16 (programs written and run"),
+        ("%%pal --samples -1\nQ", "samples must be a whole number from 1 to 16"),
+        ("%%pal --samples abc\nQ", "samples must be a whole number from 1 to 16"),
+        ("%%pal --samples 1000\nQ", "samples must be a whole number from 1 to 16"),
         ("%%pal --samples 3 --temperature 0\nQ", "temperature 0 (greedy decoding) would write the same program 3 times"),
-        ("%config PalMagics.samples = 0", "'samples' trait of a PalMagics instance should not be less than 1"),
+        ("%%pal -t -5\nQ", "timeout must be a number above 0 and at most 3600 (seconds a program may run), not '-5'"),
+        ("%%pal --timeout 0\nQ", "timeout must be a number above 0"),
+        ("%%pal -n 0\nQ", "max_attempts must be a whole number from 1 to 10"),
+        ("%config PalMagics.samples = 0", "samples must be a whole number from 1 to 16"),
+        ("%config PalMagics.memory_gib = 1", "memory_gib must be a number from 1.5 to 4096"),
     ],
 )
 def test_bad_input_gives_a_short_message_and_keeps_the_kernel(kernel, cell, message):
@@ -121,8 +125,14 @@ def test_line_form_quiet_prints_a_summary_without_widget(kernel):
     assert "Answer: 12" in text_of(outputs)
 
 
+def run_ok(kernel, code):
+    reply, outputs = kernel.run(code)
+    assert reply["status"] == "ok", text_of(outputs)
+    return outputs
+
+
 def test_pal_config_lists_settings(kernel):
-    kernel.run("%config PalMagics.max_attempts = 4")
+    run_ok(kernel, "%config PalMagics.max_attempts = 4")
     reply, outputs = kernel.run("%pal_config")
     text = text_of(outputs)
     assert "PalMagics.max_attempts    = 4" in text and "PalMagics.model           = 'scripted'" in text
@@ -132,8 +142,7 @@ def test_pal_config_lists_settings(kernel):
 
 def test_unload_releases_child_kernels(kernel):
     assert kernel.child_kernels(), "a warm child kernel is kept after %load_ext"
-    reply, _ = kernel.run("%unload_ext pal_jupyter")
-    assert reply["status"] == "ok"
+    run_ok(kernel, "%unload_ext pal_jupyter")
     for _ in range(50):
         if not kernel.child_kernels():
             break
@@ -144,17 +153,17 @@ def test_unload_releases_child_kernels(kernel):
 
 
 def test_freeze_leaves_static_html_only(kernel):
-    kernel.run("%load_ext pal_jupyter")  # a no-op when loaded; reloads after the unload test
-    kernel.run('%config PalMagics.freeze = True\n%config PalMagics.model = "scripted"')
+    run_ok(kernel, "%load_ext pal_jupyter")  # a no-op when loaded; reloads after the unload test
+    run_ok(kernel, '%config PalMagics.freeze = True\n%config PalMagics.model = "scripted"')
     reply, outputs = kernel.run("%%pal --no-insert\nWhat is the total of sales times rate?")
     final = [o for o in outputs if o["output_type"] == "update_display_data"][-1]["data"]
     assert set(final) == {"text/plain", "text/html"} and "Answer: 12" in final["text/html"], [(o["output_type"], list(o.get("data", {})), o.get("text")) for o in outputs]
-    kernel.run("%config PalMagics.freeze = False")
+    run_ok(kernel, "%config PalMagics.freeze = False")
 
 
 def test_run_without_the_extension_runs_the_program_in_the_users_kernel(kernel):
-    kernel.run("%load_ext pal_jupyter")
-    kernel.run('%config PalMagics.model = "scripted"\n%config PalMagics.trace = "off"')
+    run_ok(kernel, "%load_ext pal_jupyter")
+    run_ok(kernel, '%config PalMagics.model = "scripted"\n%config PalMagics.trace = "off"')
     reply, outputs = kernel.run("%%pal --run --quiet\nWhat is the total of sales times rate?")
     assert reply["status"] == "ok"
     printed = "".join(o["text"] for o in outputs if o["output_type"] == "stream")
@@ -175,3 +184,37 @@ def test_several_programs_vote_and_the_widget_says_they_disagree(kernel):
     inserted = [p for p in reply["payload"] if p["source"] == "set_next_input"][0]["text"]
     assert "# attempt 1, program 1 of 5 of 1" in inserted and "# 2 of 5 programs agree on 150" in inserted
     assert "NOT SURE: the programs disagreed" in inserted and inserted.rstrip().endswith("print(150)")
+
+
+def test_a_cells_timeout_keeps_the_warm_pool(kernel):
+    run_ok(kernel, "%load_ext pal_jupyter")
+    run_ok(kernel, '%config PalMagics.model = "scripted"\n%config PalMagics.samples = 1')
+    pool_id = "print(id(get_ipython()._pal_magics.runtime._pool))"
+    before = text_of(run_ok(kernel, pool_id)).strip()
+    outputs = run_ok(kernel, "%%pal -t 5 --quiet --no-insert\nWhat is the total of sales times rate?")
+    assert "Answer: 12" in text_of(outputs)
+    assert text_of(run_ok(kernel, pool_id)).strip() == before
+
+
+def test_the_line_form_does_not_expand_variables_in_the_question(kernel):
+    run_ok(kernel, "%pal --quiet --no-insert What is the total of sales times {rate} and $rate")
+    prompt = text_of(run_ok(kernel, "from pal_jupyter.backends import registry\n"
+                                    "print(registry._REGISTERED['scripted'].calls[-1][-1]['content'])"))
+    assert "{rate} and $rate" in prompt
+
+
+def test_an_extension_loaded_by_the_profile_does_not_multiply_child_kernels(tmp_path):
+    """A teacher's system-wide config that loads the extension: its child kernels must not load it too."""
+    profile = tmp_path / "ipython" / "profile_default"
+    profile.mkdir(parents=True)
+    (profile / "ipython_config.py").write_text("c.InteractiveShellApp.extensions = ['pal_jupyter']\n")
+    user = UserKernel(env={"IPYTHONDIR": str(tmp_path / "ipython")})
+    try:
+        outputs = run_ok(user, "print('PalMagics' in get_ipython().magics_manager.registry)")
+        assert text_of(outputs).strip() == "True"
+        import time
+
+        time.sleep(8)  # before the fix: 6 kernels after 3 s, 10 after 6 s
+        assert len(user.child_kernels()) == 1
+    finally:
+        user.close()

@@ -223,3 +223,22 @@ def test_the_tutor_does_not_guide_towards_an_answer_its_programs_disagree_on(tmp
         assert ready["agreement"] == 1.0
     finally:
         kernel.close()
+
+
+def test_next_hint_on_an_older_tutor_widget_advances_its_own_question(tmp_path):
+    kernel = start_kernel(tmp_path, ['c.TeacherPolicy.mode = "tutor"'])
+    try:
+        for question in ("Natalia sold 48 clips in April and half as many in May. How many?",
+                         "Natalia sold 48 clips again. How many in two months?"):
+            reply, outputs = kernel.run(f"%%pal\n{question}")
+            assert reply["status"] == "ok", text_of(outputs)
+        first, second = dict.fromkeys(e["question_id"] for e in log_events(tmp_path) if e["event"] == "question")
+        reply, outputs = kernel.run(
+            "from ipywidgets.widgets.widget import _instances\n"
+            "buttons = [w for w in list(_instances.values()) if 'pal-next-hint' in getattr(w, '_dom_classes', ())]\n"
+            "buttons[0].click()")  # the first question's widget
+        assert reply["status"] == "ok", text_of(outputs)
+        hints = [(e["question_id"], e["level"]) for e in log_events(tmp_path) if e["event"] == "hint"]
+        assert hints[-1] == (first, 2) and (second, 2) not in hints, hints
+    finally:
+        kernel.close()

@@ -16,6 +16,8 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from typing import Protocol, runtime_checkable
 
+from ..errors import SettingError
+
 ChatMessage = dict[str, str]  # {"role": "system" | "user" | "assistant", "content": str}
 TokenCallback = Callable[[str], None]
 RowTokenCallback = Callable[[int, str], None]  # (row of the batch, new text)
@@ -45,7 +47,7 @@ class GenerationOptions:
         """The temperature to use when drawing ``samples`` completions of one prompt."""
         if self.temperature is not None:
             if samples > 1 and self.temperature <= 0:
-                raise ValueError(
+                raise SettingError(
                     f"temperature 0 (greedy decoding) would write the same program {samples} times: "
                     "use a temperature above 0 to draw several programs, or draw one."
                 )

@@ -33,7 +33,7 @@ from ..engine.records import ProgramAnswer, Session, to_jsonable
 from ..engine.trace import TraceWriter
 from ..engine.vote import read_answer
 from ..errors import PalError
-from ..kernels import ExecutionResult, KernelPool
+from ..kernels import ExecutionResult, ExecutorLimits, KernelPool
 
 
 @dataclass(frozen=True)
@@ -84,21 +84,45 @@ class QuestionResult:
 
 
 def read_rows(path: str | Path, limit: int | None = None, offset: int = 0) -> list[dict[str, Any]]:
-    """Rows of a JSONL file, or of a built-in suite by name (``dataframes``)."""
+    """Rows of a JSONL file, or of a built-in suite by name (``dataframes``).
+
+    A file that is missing, not UTF-8, or has a line that is not a JSON object with a question
+    is a PalError naming the line: a benchmark that silently scores broken rows as wrong lies.
+    """
     if str(path) == "dataframes":
         from .dataframes import suite_rows
 
         rows = suite_rows()[offset:]
         return rows[:limit] if limit is not None else rows
     rows = []
-    with Path(path).open(encoding="utf-8") as handle:
-        for number, line in enumerate(handle):
-            if number < offset or not line.strip():
-                continue
-            rows.append(json.loads(line))
-            if limit is not None and len(rows) >= limit:
-                break
+    try:
+        with Path(path).open(encoding="utf-8") as handle:
+            for number, line in enumerate(handle, start=1):
+                if number <= offset or not line.strip():
+                    continue
+                rows.append(_row(line, path, number))
+                if limit is not None and len(rows) >= limit:
+                    break
+    except FileNotFoundError:
+        raise PalError(f"No data file at {path}.") from None
+    except IsADirectoryError:
+        raise PalError(f"{path} is a folder, not a JSONL data file.") from None
+    except UnicodeDecodeError as exc:
+        raise PalError(f"{path} is not UTF-8 text (byte {exc.start} of a line): give a JSONL file.") from None
+    except OSError as exc:
+        raise PalError(f"Could not read {path}: {exc.strerror or exc}.") from None
     return rows
+
+
+def _row(line: str, path: str | Path, number: int) -> dict[str, Any]:
+    try:
+        row = json.loads(line)
+    except json.JSONDecodeError as exc:
+        raise PalError(f"Line {number} of {path} is not JSON ({exc.msg}).") from None
+    if not isinstance(row, dict) or not question_of(row).strip():
+        raise PalError(f"Line {number} of {path} has no question: each row needs a 'question' (or 'input') "
+                       "and an 'answer' (or 'target').")
+    return row
 
 
 def question_of(row: dict[str, Any]) -> str:
@@ -137,6 +161,7 @@ def run_benchmark(
     max_attempts: int = 3,
     check_answers: bool = False,
     generation: GenerationOptions | None = None,
+    limits: ExecutorLimits | None = None,
     trace: TraceWriter | None = None,
 ) -> Iterator[QuestionResult]:
     """Solve each row under each config in turn and yield how it went."""
@@ -151,7 +176,7 @@ def run_benchmark(
                 session = solve(
                     result.question, model=backends(config), executor=pool, max_attempts=max_attempts,
                     samples=config.samples, prompt_style=config.prompt, guard_data=config.guard, checker=checker,
-                    variables=row.get("variables"), trace=trace,
+                    variables=row.get("variables"), trace=trace, limits=limits,
                     generation=dataclasses.replace(generation or GenerationOptions(), temperature=config.temperature)
                     if config.temperature is not None else generation,
                 )

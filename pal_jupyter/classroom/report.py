@@ -261,11 +261,22 @@ def render_html(summary: ClassSummary | None, stats: ReadStats, log_dir: Path) -
 # ---------------------------------------------------------------------- entry point
 
 
+def _writable(out: Path) -> Path:
+    try:
+        out.parent.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise PalError(f"Could not write the report to {out}: {exc.strerror or exc}. Choose another --out.") from None
+    if out.is_dir() or not os.access(out.parent, os.W_OK) or (out.exists() and not os.access(out, os.W_OK)):
+        raise PalError(f"Could not write the report to {out}: not a writable file. Choose another --out.")
+    return out
+
+
 def build_report(log_dir: str | os.PathLike[str], out_path: str | os.PathLike[str], progress: bool = True) -> Path:
     """Read every class log under ``log_dir`` and write the HTML report to ``out_path``."""
     folder = Path(log_dir).expanduser()
     if not folder.is_dir():
         raise PalError(f"No log folder at {folder}: give the folder set as TeacherPolicy.log_dir.")
+    out = _writable(Path(out_path).expanduser())  # before the logs are read: fail in a second, not a minute
     stats = ReadStats()
     records: list[dict[str, Any]] = []
     for path in tqdm(log_files(folder), desc="reading logs", unit="file", disable=not progress):
@@ -273,8 +284,10 @@ def build_report(log_dir: str | os.PathLike[str], out_path: str | os.PathLike[st
     if stats.skipped:
         log.warning("skipped %d unreadable line(s) (torn by a crash, or not class-log records)", stats.skipped)
     summary = summarize(load_events(records)) if records else None
-    out = Path(out_path).expanduser()
-    out.parent.mkdir(parents=True, exist_ok=True)
-    out.write_text(render_html(summary, stats, folder), encoding="utf-8")
+    page = render_html(summary, stats, folder)
+    try:
+        out.write_text(page, encoding="utf-8")
+    except OSError as exc:
+        raise PalError(f"Could not write the report to {out}: {exc.strerror or exc}. Choose another --out.") from None
     log.info("report on %d event(s) from %d file(s) written to %s", stats.records, stats.files, out)
     return out

@@ -30,7 +30,7 @@ from ..engine.answers import numbers_match, parse_number
 from ..engine.extraction import clean_explanation, extract_code
 from ..engine.records import Session
 from ..errors import NoCodeError
-from ..kernels import ExecutionResult, KernelPool
+from ..kernels import ExecutionResult, ExecutorLimits, KernelPool
 
 BLANK = "___"
 LEVEL_TITLES = {1: "A plan: questions to guide you", 2: "A skeleton: fill in the blanks", 3: "The full program"}
@@ -254,9 +254,10 @@ def check_code(
     allow_solution: bool = False,
     variables: dict[str, Any] | None = None,
     generation: GenerationOptions | None = None,
+    limits: ExecutorLimits | None = None,
 ) -> CheckResult:
     """Run a student's program; on an error or a wrong answer, explain it for a beginner."""
-    result = pool.run(code, variables)
+    result = pool.run(code, variables, limits=limits)
     check = CheckResult(code=code, execution=result, expected=expected, got=parse_number(result.text_output()))
     if not result.ok:
         check.verdict = "error"
@@ -274,7 +275,7 @@ def check_code(
     check.explanation, fixed = _split_reply(reply.text)
     check.hint = _hint_from(check)
     if allow_solution and fixed:
-        verified = pool.run(fixed, variables)
+        verified = pool.run(fixed, variables, limits=limits)
         if verified.ok and (expected is None or numbers_match(parse_number(verified.text_output()), expected)):
             check.corrected = fixed
     return check

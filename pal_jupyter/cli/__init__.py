@@ -1,5 +1,5 @@
 """The ``pal-jupyter`` command: ask, bench, leti, models, report."""
 
-from .main import main
+from .commands import main
 
 __all__ = ["main"]

@@ -24,8 +24,9 @@ from pathlib import Path
 from typing import Any
 
 from ..backends import Generation, GenerationOptions, ModelBackend, generate_candidates, load_model
-from ..errors import EmptyQuestionError, KernelError, NoCodeError
+from ..errors import EmptyQuestionError, KernelError, NoCodeError, SettingError
 from ..kernels import ExecutionResult, ExecutorLimits, KernelPool
+from ..kernels.executor import pickling_problem
 from . import prompts
 from .extraction import extract_code, free_names, replaced_variables
 from .records import Attempt, Session, Vote
@@ -61,11 +62,11 @@ class SolveObserver:
 
 
 def check_samples(samples: int) -> int:
-    """``samples`` if it is a usable number of programs per round, else a ValueError that says why."""
+    """``samples`` if it is a usable number of programs per round, else a SettingError that says why."""
     if isinstance(samples, bool) or not isinstance(samples, int):
-        raise ValueError(f"samples must be a whole number from 1 to {MAX_SAMPLES}, not {samples!r}.")
+        raise SettingError(f"samples must be a whole number from 1 to {MAX_SAMPLES}, not {samples!r}.")
     if not 1 <= samples <= MAX_SAMPLES:
-        raise ValueError(
+        raise SettingError(
             f"samples must be from 1 to {MAX_SAMPLES} (got {samples}): it is how many programs are "
             "written and run per attempt; 5 is a good choice."
         )
@@ -95,7 +96,9 @@ def solve(
     most of them print wins (``session.vote``, ``session.agreement``). The question is done at
     the first round where a program works (and ``checker``, when given, accepts it); otherwise
     a failure is fed back and the next round repairs it, up to ``max_attempts`` rounds.
-    ``variables`` are copied into the child kernel and described in the prompt, and a program
+    ``limits`` sets the time and output each program may take (a private pool is started with
+    them when no ``executor`` is given). ``variables`` are copied into the child kernel and
+    described in the prompt, and a program
     that replaces one of them with invented data is refused before it runs; of ``namespace``
     (e.g. a notebook's globals) only the names a program actually uses are copied in. Every
     program is appended to ``trace`` (a JSONL path) when given. ``prompt_style`` picks the
@@ -105,8 +108,8 @@ def solve(
     question = (question or "").strip()
     if not question:
         raise EmptyQuestionError()
-    if max_attempts < 1:
-        raise ValueError("max_attempts must be at least 1")
+    if isinstance(max_attempts, bool) or not isinstance(max_attempts, int) or max_attempts < 1:
+        raise SettingError(f"max_attempts must be a whole number of at least 1, not {max_attempts!r}.")
     check_samples(samples)
     prompts.prompt_style(prompt_style)  # an unknown style fails before anything starts
     generation = generation or GenerationOptions()
@@ -128,7 +131,7 @@ def solve(
         start = time.perf_counter()
         messages = prompts.pal_messages(question, variables, style=prompt_style)
         repaired: list[str | None] = []  # the programs fed back so far
-        round_ = _Round(backend, pool, samples, checker, variables, namespace, generation, observer, guard_data)
+        round_ = _Round(backend, pool, samples, checker, variables, namespace, generation, observer, guard_data, limits)
         for index in range(1, max_attempts + 1):
             candidates = round_.run(index, messages, question)
             session.attempts.extend(candidates)
@@ -149,7 +152,8 @@ def solve(
     if not any(a.code is not None for a in session.attempts):
         raise NoCodeError(
             f"The model wrote no Python code in {len(session.attempts)} program(s); "
-            f"last reply: {session.attempts[-1].no_code_reason}. Try rephrasing the question or a larger model."
+            f"last reply: {(session.attempts[-1].no_code_reason or '').rstrip('.')}. "
+            "Try rephrasing the question or a larger model."
         )
     return session
 
@@ -183,11 +187,12 @@ class _Round:
         generation: GenerationOptions,
         observer: SolveObserver,
         guard_data: bool = True,
+        limits: ExecutorLimits | None = None,
     ):
         self.backend, self.pool, self.samples, self.checker = backend, pool, samples, checker
         self.variables, self.namespace = dict(variables or {}), namespace
         self.generation, self.observer = generation, observer
-        self.guard_data = guard_data
+        self.guard_data, self.limits = guard_data, limits
 
     def run(self, index: int, messages: list[dict[str, str]], question: str) -> list[Attempt]:
         kind = "initial" if index == 1 else "repair"
@@ -235,7 +240,8 @@ class _Round:
         for attempt in runnable:
             self.observer.code_ready(attempt)
         programs = [(a.code or "", {**_used_from(self.namespace, a.code or ""), **self.variables}) for a in runnable]
-        results = self.pool.run_many(programs, on_output=lambda i, out: self.observer.output(runnable[i], out))
+        results = self.pool.run_many(programs, on_output=lambda i, out: self.observer.output(runnable[i], out),
+                                     limits=self.limits)
         for attempt, result in zip(runnable, results):
             if isinstance(result, KernelError):
                 raise result  # no kernel could start: not the program's fault, nothing to repair
@@ -258,26 +264,20 @@ def _pool(executor: KernelPool | None, limits: ExecutorLimits | None) -> Iterato
 
 
 def _record(writer: TraceWriter, session: Session, attempt: Attempt) -> None:
-    """Append to the trace; a full disk or a read-only path must not cost the user their answer."""
+    """Append to the trace; a full disk, a read-only path or text that cannot be encoded must not
+    cost the user their answer."""
     try:
         writer.write(session, attempt)
-    except OSError as exc:
+    except (OSError, ValueError) as exc:
         log.warning("Could not append to the trace %s: %s", writer.path, exc)
 
 
 def _used_from(namespace: Mapping[str, Any] | None, code: str) -> dict[str, Any]:
     """The values of ``namespace`` that ``code`` reads without defining, when they can be copied."""
-    if not namespace:
-        return {}
-    import cloudpickle
-
     used = {}
-    for name in free_names(code):
-        if name in namespace:
-            try:
-                cloudpickle.dumps(namespace[name])
-            except Exception:  # the program will raise NameError: feedback the model can use
-                log.info("not copying %s into the child kernel: it cannot be pickled", name)
-                continue
-            used[name] = namespace[name]
+    for name in free_names(code) & set(namespace or {}):
+        if pickling_problem(namespace[name]) is None:  # type: ignore[index]
+            used[name] = namespace[name]  # type: ignore[index]
+        else:  # the program will raise NameError: feedback the model can use
+            log.info("not copying %s into the child kernel: it cannot be pickled", name)
     return used

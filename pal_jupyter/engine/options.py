@@ -1,22 +1,202 @@
-"""Command-line style option types shared by the ``pal-jupyter`` CLI and the ``%%pal`` magic.
+"""Every setting of a question, declared once: name, type, default, range and help.
 
-Both build their arguments with :mod:`argparse` (IPython's ``magic_arguments`` is argparse
-underneath), so a type function here gives the same one-line message in both places.
+The ``%%pal`` magic's arguments, the ``PalMagics`` traitlets and the ``pal-jupyter`` flags are
+all built from :data:`OPTIONS`, so they cannot drift apart, and every value goes through
+:meth:`Option.check`, which says what is wrong in the same one line wherever it was given.
+:class:`Settings` holds one value of each and turns them into what the engine takes
+(:class:`~pal_jupyter.backends.GenerationOptions`, :class:`~pal_jupyter.kernels.ExecutorLimits`).
 """
 
 from __future__ import annotations
 
 import argparse
+import dataclasses
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from typing import Any
 
-from .loop import DEFAULT_SAMPLES, MAX_SAMPLES, check_samples
+from ..backends import SAMPLE_TEMPERATURE, GenerationOptions
+from ..errors import SettingError
+from ..kernels import ExecutorLimits
+from .loop import DEFAULT_SAMPLES, MAX_SAMPLES
+
+GIB = 1024**3
+
+
+OptionError = SettingError  # what Option.check raises: the setting and its allowed values, in one line
+
+
+@dataclass(frozen=True)
+class Option:
+    """One setting. ``low``/``high`` bound it inclusively, ``above`` exclusively."""
+
+    name: str
+    kind: type
+    default: Any
+    help: str
+    flags: tuple[str, ...] = ()  # extra short flags, e.g. ("-n",)
+    low: float | None = None
+    high: float | None = None
+    above: float | None = None
+    choices: tuple[str, ...] | None = None
+    optional: bool = False  # None is a value (it means "decide for me")
+
+    @property
+    def flag(self) -> str:
+        return "--" + self.name.replace("_", "-")
+
+    def allowed(self) -> str:
+        """The allowed values, in words."""
+        if self.choices:
+            return "one of " + ", ".join(self.choices)
+        noun = "a whole number" if self.kind is int else "a number" if self.kind is float else "text"
+        if self.above is not None:
+            noun += f" above {self.above:g}"
+            if self.high is not None:
+                noun += f" and at most {self.high:g}"
+        elif self.low is not None and self.high is not None:
+            noun += f" from {self.low:g} to {self.high:g}"
+        elif self.low is not None:
+            noun += f" of at least {self.low:g}"
+        return noun
+
+    def _refuse(self, value: Any) -> OptionError:
+        return OptionError(f"{self.name} must be {self.allowed()} ({self.help}), not {value!r}.")
+
+    def check(self, value: Any) -> Any:
+        """``value`` converted to the option's type when it is allowed; OptionError otherwise."""
+        if value is None:
+            if self.optional:
+                return None
+            raise self._refuse(value)
+        if self.kind in (int, float) and (isinstance(value, bool) or not isinstance(value, (int, float))):
+            raise self._refuse(value)
+        if self.kind is int and isinstance(value, float) and not value.is_integer():
+            raise self._refuse(value)
+        try:
+            converted = self.kind(value)
+        except (TypeError, ValueError):
+            raise self._refuse(value) from None
+        if self.choices and converted not in self.choices:
+            raise self._refuse(value)
+        if self.kind in (int, float):
+            if converted != converted:  # NaN
+                raise self._refuse(value)
+            if (self.above is not None and not converted > self.above) \
+                    or (self.low is not None and converted < self.low) \
+                    or (self.high is not None and converted > self.high):
+                raise self._refuse(value)
+        return converted
+
+    def parse(self, text: str) -> Any:
+        """Text from a command line or a magic line to a checked value (an argparse ``type``)."""
+        if self.optional and text.strip().lower() in {"none", "auto"}:
+            return None
+        try:
+            value = self.kind(text) if self.kind in (int, float) else text
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"{self.name} must be {self.allowed()} ({self.help}), not {text!r}") \
+                from None
+        try:
+            return self.check(value)
+        except OptionError:
+            raise argparse.ArgumentTypeError(f"{self.name} must be {self.allowed()} ({self.help}), not {text!r}") \
+                from None
+
+    def add_to(self, parser: argparse.ArgumentParser, default: Any = None, help_suffix: str = "") -> None:
+        """Add ``--name`` (and any short flags) to an argparse parser or a magic's arguments."""
+        parser.add_argument(*self.flags, self.flag, dest=self.name, type=self.parse, default=default,
+                            metavar=self.name.upper(), help=self.help + help_suffix)
+
+    def trait(self) -> Any:
+        """A traitlets trait (``config=True``) that checks values like everywhere else."""
+        return _OptionTrait(self, default_value=self.default, allow_none=self.optional,
+                            help=self.help).tag(config=True)
+
+
+def _make_trait_class() -> type:
+    from traitlets import TraitError, TraitType
+
+    class OptionTrait(TraitType):  # type: ignore[misc]
+        """A trait whose values are checked by an :class:`Option` (one message everywhere)."""
+
+        info_text = "a valid value"
+
+        def __init__(self, option: Option, **kwargs: Any):
+            self.option = option
+            super().__init__(**kwargs)
+
+        def validate(self, obj: Any, value: Any) -> Any:
+            try:
+                return self.option.check(value)
+            except OptionError as exc:
+                raise TraitError(str(exc)) from None
+
+    return OptionTrait
+
+
+_OptionTrait = _make_trait_class()
+
+
+OPTIONS: dict[str, Option] = {o.name: o for o in (
+    Option("model", str, "default", "preset (default, lite), model directory, .gguf file or Hugging Face id",
+           flags=("-m",)),
+    Option("device", str, "auto", "auto (the GPU when there is one), cpu, cuda, cuda:1 ..."),
+    Option("dtype", str, "auto", "auto: bf16 on a GPU or a CPU with AMX/AVX512-BF16, else fp32",
+           choices=("auto", "float32", "bfloat16", "float16")),
+    Option("samples", int, DEFAULT_SAMPLES, "programs written and run per attempt; the answer most of them "
+           "print wins", flags=("-k",), low=1, high=MAX_SAMPLES),
+    Option("max_attempts", int, 3, "attempts per question, repairs included", flags=("-n",), low=1, high=10),
+    Option("timeout", float, 30.0, "seconds a program may run", flags=("-t",), above=0, high=3600),
+    Option("memory_gib", float, 2.0, "address-space limit of the program's kernel, in GiB", low=1.5, high=4096),
+    Option("temperature", float, None, f"sampling temperature; none: greedy for one program, {SAMPLE_TEMPERATURE} "
+           "for several", low=0, high=2, optional=True),
+    Option("seed", int, None, "random seed for sampling", optional=True),
+    Option("max_new_tokens", int, 512, "most tokens the model may write per program", low=1, high=8192),
+)}
+
+
+@dataclass(frozen=True)
+class Settings:
+    """One value for every option: what a question is solved with."""
+
+    model: str = OPTIONS["model"].default
+    device: str = OPTIONS["device"].default
+    dtype: str = OPTIONS["dtype"].default
+    samples: int = OPTIONS["samples"].default
+    max_attempts: int = OPTIONS["max_attempts"].default
+    timeout: float = OPTIONS["timeout"].default
+    memory_gib: float = OPTIONS["memory_gib"].default
+    temperature: float | None = OPTIONS["temperature"].default
+    seed: int | None = OPTIONS["seed"].default
+    max_new_tokens: int = OPTIONS["max_new_tokens"].default
+
+    def __post_init__(self) -> None:
+        for name in OPTIONS:
+            object.__setattr__(self, name, OPTIONS[name].check(getattr(self, name)))
+        if self.samples > 1 and self.temperature == 0:
+            raise OptionError(
+                f"temperature 0 (greedy decoding) would write the same program {self.samples} times: use a "
+                "temperature above 0 to draw several programs, or samples 1."
+            )
+
+    def updated(self, values: Mapping[str, Any]) -> Settings:
+        """A copy with the given values (None means "not given", except where None is a value)."""
+        given = {k: v for k, v in values.items() if k in OPTIONS and v is not None}
+        return dataclasses.replace(self, **given)
+
+    @classmethod
+    def from_object(cls, source: Any, names: Iterable[str] = OPTIONS) -> Settings:
+        """Settings from attributes of the same names (traitlets, an argparse namespace)."""
+        return cls(**{name: getattr(source, name) for name in names if hasattr(source, name)})
+
+    def generation(self) -> GenerationOptions:
+        return GenerationOptions(max_new_tokens=self.max_new_tokens, temperature=self.temperature, seed=self.seed)
+
+    def limits(self) -> ExecutorLimits:
+        return ExecutorLimits(timeout_s=self.timeout, memory_bytes=int(self.memory_gib * GIB))
 
 
 def samples_argument(text: str) -> int:
-    """``--samples``: programs per attempt, 1 to MAX_SAMPLES."""
-    try:
-        return check_samples(int(text))
-    except ValueError:
-        raise argparse.ArgumentTypeError(
-            f"expected a whole number from 1 to {MAX_SAMPLES} (programs written and run per attempt; "
-            f"{DEFAULT_SAMPLES} is the default), not {text!r}"
-        ) from None
+    """``--samples`` (kept for callers that only need this one option)."""
+    return OPTIONS["samples"].parse(text)

@@ -23,7 +23,12 @@ class TraceWriter:
         self._lock = threading.Lock()
 
     def write(self, session: Session, attempt: Attempt) -> None:
-        line = json.dumps(attempt_record(session, attempt), ensure_ascii=False, default=str)
+        record = attempt_record(session, attempt)
+        try:
+            line = json.dumps(record, ensure_ascii=False, default=str)
+            line.encode("utf-8")
+        except UnicodeEncodeError:  # text with lone surrogates (bytes that were not UTF-8): escape it
+            line = json.dumps(record, ensure_ascii=True, default=str)
         self.path.parent.mkdir(parents=True, exist_ok=True)
         with self._lock, self.path.open("a", encoding="utf-8") as handle:
             handle.write(line + "\n")

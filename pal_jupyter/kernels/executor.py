@@ -46,7 +46,7 @@ from jupyter_client import KernelManager
 from jupyter_client.blocking import BlockingKernelClient
 from jupyter_client.kernelspec import KernelSpec
 
-from ..errors import KernelError
+from ..errors import KernelError, SettingError, VariableError
 from .results import ErrorInfo, ExecutionResult, StopReason
 from .tracebacks import PROGRAM_FILENAME, crash_trace, make_error_info, strip_ansi
 
@@ -62,26 +62,33 @@ SETUP_TIMEOUT_S = 10.0  # for small silent executes (variable loading)
 VARIABLES_FILE = ".pal-variables.pkl"
 
 
-@dataclass
+@dataclass(frozen=True)
 class ExecutorLimits:
-    """Resource limits for one program run."""
+    """Resource limits. The first three apply to each program run and may differ from run to
+    run (``KernelPool.run(..., limits=...)``); the rest shape the kernels a pool starts."""
 
     timeout_s: float = 30.0  # wall clock per program
     grace_s: float = 3.0  # after interrupt, wait this long for the kernel to go idle, else kill it
+    max_output_bytes: int = 1_000_000  # stdout + stderr + display data
     memory_bytes: int = 2 * 1024**3  # RLIMIT_AS of the kernel process (0 = no limit)
     cpu_seconds: int = 300  # RLIMIT_CPU of the kernel process (0 = no limit)
-    max_output_bytes: int = 1_000_000  # stdout + stderr + display data
     warm_imports: tuple[str, ...] = ("numpy", "pandas", "matplotlib", "matplotlib.pyplot")
     startup_timeout_s: float = 60.0  # kernel start + warm imports, else KernelError
 
+    def same_kernels(self, other: ExecutorLimits) -> bool:
+        """Whether kernels started for ``other`` serve these limits too (only per-run limits differ)."""
+        kernel_level = ("memory_bytes", "cpu_seconds", "warm_imports", "startup_timeout_s")
+        return all(getattr(self, name) == getattr(other, name) for name in kernel_level)
+
     def __post_init__(self) -> None:
         if self.memory_bytes and self.memory_bytes < MIN_MEMORY_BYTES:
-            raise ValueError(
+            raise SettingError(
                 f"memory_bytes={self.memory_bytes} is too small: an idle kernel already reserves "
                 f"0.4-1 GiB of address space; use at least {MIN_MEMORY_BYTES} (1.5 GiB) or 0."
             )
         if self.timeout_s <= 0 or self.grace_s < 0 or self.max_output_bytes <= 0:
-            raise ValueError("timeout_s and max_output_bytes must be > 0 and grace_s >= 0")
+            raise SettingError(f"timeout_s ({self.timeout_s}) and max_output_bytes ({self.max_output_bytes}) must be "
+                               f"above 0 and grace_s ({self.grace_s}) at least 0.")
 
 
 # --------------------------------------------------------------------------------------------
@@ -117,7 +124,7 @@ def _kernel_spec(limits: ExecutorLimits) -> KernelSpec:
     )
 
 
-def _kernel_env(extra_env: Mapping[str, str] | None) -> dict[str, str]:
+def _kernel_env(extra_env: Mapping[str, str] | None, runtime_dir: str) -> dict[str, str]:
     env = dict(os.environ)
     # The launcher must be importable even when pal_jupyter is not installed (run from a
     # checkout): the kernel's cwd is a temp dir, so put the package's parent on the path.
@@ -129,7 +136,11 @@ def _kernel_env(extra_env: Mapping[str, str] | None) -> dict[str, str]:
         CUDA_VISIBLE_DEVICES="",  # the GPU belongs to the model
         MPLBACKEND="module://matplotlib_inline.backend_inline",  # figures -> image/png outputs
         PYTHONUNBUFFERED="1",
+        # An IPython home of its own: none of the user's profiles, startup files or history.
+        IPYTHONDIR=os.path.join(runtime_dir, "ipython"),
+        PAL_JUPYTER_CHILD_KERNEL="1",  # %load_ext pal_jupyter refuses to run here
     )
+    env.pop("PYTHONSTARTUP", None)  # IPython runs it at start-up
     # glibc reserves a 64 MiB heap arena per thread that allocates concurrently; a kernel has
     # ~14 threads, so arenas alone took ~0.6 GiB of the RLIMIT_AS budget (measured: an idle
     # kernel with pandas/matplotlib 991 MiB virtual -> 415 MiB with 2 arenas).
@@ -179,19 +190,28 @@ def _load_variables_code(path: str) -> str:
     )
 
 
+def pickling_problem(value: Any) -> str | None:
+    """Why ``value`` cannot be copied into a program's kernel ('TypeError: ...'), or None."""
+    try:
+        cloudpickle.dumps(value)
+    except Exception as exc:  # TypeError, PicklingError, RecursionError, ...
+        return f"{type(exc).__name__}: {exc}"
+    return None
+
+
 def pickle_variables(variables: Mapping[str, Any]) -> dict[str, bytes]:
     """cloudpickle each variable on its own so a failure names the variable."""
     blobs: dict[str, bytes] = {}
     for name, value in variables.items():
         if not isinstance(name, str) or not name.isidentifier() or keyword.iskeyword(name):
-            raise ValueError(f"Variable name {name!r} is not a valid Python identifier.")
-        try:
-            blobs[name] = cloudpickle.dumps(value)
-        except Exception as exc:  # TypeError, PicklingError, RecursionError, ...
-            raise ValueError(
+            raise VariableError(f"Variable name {name!r} is not a valid Python identifier.")
+        problem = pickling_problem(value)
+        if problem is not None:
+            raise VariableError(
                 f"Variable {name!r} ({type(value).__name__}) cannot be sent to the program's "
-                f"kernel: it cannot be pickled ({type(exc).__name__}: {exc})."
-            ) from exc
+                f"kernel: it cannot be pickled ({problem})."
+            )
+        blobs[name] = cloudpickle.dumps(value)
     return blobs
 
 
@@ -300,13 +320,16 @@ class ChildKernel:
         self, limits: ExecutorLimits | None = None, extra_env: Mapping[str, str] | None = None
     ) -> None:
         self.limits = limits or ExecutorLimits()
-        self.cwd = tempfile.mkdtemp(prefix="pal-kernel-")
-        self.runtime_dir = tempfile.mkdtemp(prefix="pal-ipc-")  # ipc sockets, outside the cwd
+        self._active = self.limits  # the limits of the run in progress
+        # Both folders carry our pid, so that a later start can sweep what a killed owner left.
+        self.cwd = tempfile.mkdtemp(prefix=f"pal-kernel-{os.getpid()}-")
+        self.runtime_dir = tempfile.mkdtemp(prefix=f"pal-ipc-{os.getpid()}-")  # ipc sockets, connection file
         self._lock = threading.Lock()
         self._closed = False
         self._exit_code: int | None = None
         self._km = _LimitedKernelManager(
-            spec=_kernel_spec(self.limits), transport="ipc", ip=os.path.join(self.runtime_dir, "k")
+            spec=_kernel_spec(self.limits), transport="ipc", ip=os.path.join(self.runtime_dir, "k"),
+            connection_file=os.path.join(self.runtime_dir, "connection.json"),
         )
         self._kc: BlockingKernelClient | None = None
         try:
@@ -330,7 +353,7 @@ class ChildKernel:
         # file, so a start-up failure can say why; the program's output travels over iopub.
         self._log_path = os.path.join(self.runtime_dir, "kernel.log")
         with open(self._log_path, "wb") as log:
-            self._km.start_kernel(env=_kernel_env(extra_env), cwd=self.cwd, stdout=log, stderr=log)
+            self._km.start_kernel(env=_kernel_env(extra_env, self.runtime_dir), cwd=self.cwd, stdout=log, stderr=log)
         provisioner = self._km.provisioner
         self._proc = provisioner.process  # type: ignore[union-attr]
         self._pgid: int | None = provisioner.pgid  # type: ignore[union-attr]
@@ -455,7 +478,7 @@ class ChildKernel:
         finally:
             Path(path).unlink(missing_ok=True)
         if reply.get("status") != "ok":
-            raise ValueError(
+            raise VariableError(
                 f"Some variables could not be loaded in the program's kernel: "
                 f"{strip_ansi(str(reply.get('evalue', '')))}"
             )
@@ -466,25 +489,37 @@ class ChildKernel:
         variables: Mapping[str, Any] | None = None,
         *,
         on_output: OutputCallback | None = None,
+        limits: ExecutorLimits | None = None,
     ) -> ExecutionResult:
         """Run ``code`` as one cell; return what it printed/displayed and how it ended.
 
-        ``variables`` are loaded into the program's globals first; ValueError names one that
-        cannot be pickled here or unpickled in the kernel.
+        ``variables`` are loaded into the program's globals first; VariableError names one that
+        cannot be pickled here or unpickled in the kernel. ``limits`` overrides the per-run
+        limits (timeout, grace, output cap) for this run.
         """
-        return self._run(code, pickle_variables(variables or {}), on_output)
+        return self._run(code, pickle_variables(variables or {}), on_output, limits)
 
     def _run(
-        self, code: str, blobs: Mapping[str, bytes], on_output: OutputCallback | None
+        self, code: str, blobs: Mapping[str, bytes], on_output: OutputCallback | None,
+        limits: ExecutorLimits | None = None,
     ) -> ExecutionResult:
         if not self.is_alive():
             raise KernelError("The program's kernel is not running; start a new one.")
+        self._active = limits or self.limits
         if blobs:
             self._load_variables(blobs)
-        collector = _OutputCollector(self.limits.max_output_bytes, on_output)
+        collector = _OutputCollector(self._active.max_output_bytes, on_output)
         started = time.monotonic()
-        msg_id = self.client.execute(code, silent=False, store_history=True, allow_stdin=False)
-        reason, error = self._collect(msg_id, collector, started)
+        try:
+            msg_id = self.client.execute(code, silent=False, store_history=True, allow_stdin=False)
+            reason, error = self._collect(msg_id, collector, started)
+        except Exception:
+            if not self._closed:
+                raise
+            # close() from another thread (the pool was closed, the extension unloaded): the
+            # sockets are gone, and zmq says so in its own words.
+            raise KernelError("The program's kernel was shut down while the program ran (its pool was closed).") \
+                from None
         return ExecutionResult(
             reason=reason,
             stdout=collector.text("stdout"),
@@ -499,7 +534,7 @@ class ChildKernel:
         self, msg_id: str, collector: _OutputCollector, started: float
     ) -> tuple[StopReason, ErrorInfo | None]:
         """Read iopub until the cell is idle, it overruns, floods, or the kernel dies."""
-        deadline = started + self.limits.timeout_s
+        deadline = started + self._active.timeout_s
         stopping: StopReason | None = None  # set once we interrupted the program
         grace_end = float("inf")
         error: ErrorInfo | None = None
@@ -561,7 +596,7 @@ class ChildKernel:
             self._km.interrupt_kernel()
         except Exception:
             logger.exception("interrupt_kernel failed")
-        return now + self.limits.grace_s
+        return now + self._active.grace_s
 
     def _died_error(self) -> ErrorInfo:
         """Explain the death; a faulthandler trace from the kernel log points at the line."""
@@ -579,11 +614,11 @@ class ChildKernel:
         """Timeout/OutputLimit error; keeps the KeyboardInterrupt traceback (where it was)."""
         if reason is StopReason.TIMEOUT:
             ename = "Timeout"
-            evalue = f"The program ran longer than {self.limits.timeout_s:g} s and was stopped."
+            evalue = f"The program ran longer than {self._active.timeout_s:g} s and was stopped."
         else:
             ename = "OutputLimit"
             evalue = (
-                f"The program printed more than {self.limits.max_output_bytes} bytes of output "
+                f"The program printed more than {self._active.max_output_bytes} bytes of output "
                 f"and was stopped."
             )
         if interrupted is None:
@@ -599,6 +634,44 @@ class ChildKernel:
 # --------------------------------------------------------------------------------------------
 # Pool
 # --------------------------------------------------------------------------------------------
+
+_OWNED_DIR = re.compile(r"^pal-(?:kernel|ipc)-(\d+)-")
+
+
+def sweep_leftovers(root: str | None = None) -> list[str]:
+    """Remove kernel folders (working dirs, sockets, connection files) whose owning process is gone.
+
+    A killed notebook kernel's children exit by themselves, but nobody is left to delete their
+    folders. Returns the folders removed.
+    """
+    root = root or tempfile.gettempdir()
+    removed = []
+    try:
+        names = os.listdir(root)
+    except OSError:
+        return removed
+    for name in names:
+        match = _OWNED_DIR.match(name)
+        if match is None or _pid_alive(int(match.group(1))):
+            continue
+        path = os.path.join(root, name)
+        shutil.rmtree(path, ignore_errors=True)
+        if not os.path.exists(path):
+            removed.append(path)
+    if removed:
+        logger.info("removed %d folder(s) left by pal-jupyter processes that are gone", len(removed))
+    return removed
+
+
+def _pid_alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:  # someone else's process: alive
+        return True
+    return True
+
 
 
 class KernelPool:
@@ -626,6 +699,7 @@ class KernelPool:
         self._starters: set[threading.Thread] = set()
         self._start_error: KernelError | None = None
         self._closed = False
+        sweep_leftovers()
         atexit.register(self.close)
         with self._cond:
             self._top_up()
@@ -705,12 +779,14 @@ class KernelPool:
         variables: Mapping[str, Any] | None = None,
         *,
         on_output: OutputCallback | None = None,
+        limits: ExecutorLimits | None = None,
     ) -> ExecutionResult:
-        """Run one program in a fresh kernel, then shut that kernel down."""
+        """Run one program in a fresh kernel, then shut that kernel down (``limits``: per-run
+        overrides of the timeout, grace and output cap)."""
         blobs = pickle_variables(variables or {})  # fail before using up a warm kernel
         kernel = self.acquire()
         try:
-            return kernel._run(code, blobs, on_output)
+            return kernel._run(code, blobs, on_output, limits)
         finally:
             kernel.shutdown()
             with self._cond:
@@ -721,6 +797,7 @@ class KernelPool:
         programs: Sequence[tuple[str, Mapping[str, Any] | None]],
         *,
         on_output: IndexedOutputCallback | None = None,
+        limits: ExecutorLimits | None = None,
     ) -> list[ExecutionResult | KernelError]:
         """Run several programs at once, each in its own fresh kernel, and return their results
         in order.
@@ -740,7 +817,8 @@ class KernelPool:
             try:
                 kernel = self.acquire()
                 try:
-                    results[index] = kernel._run(programs[index][0], blobs[index], lambda out: events.put((index, out)))
+                    results[index] = kernel._run(programs[index][0], blobs[index],
+                                                 lambda out: events.put((index, out)), limits)
                 finally:
                     kernel.shutdown()
                     with self._cond:

@@ -8,6 +8,12 @@ subprocesses it starts (rlimits are inherited across fork/exec).
 The kernel exits on its own when its parent dies: jupyter_client's launcher puts the
 parent's pid in ``JPY_PARENT_PID`` and ipykernel's ``ParentPollerUnix`` watches it. This
 module keeps that working by passing the environment through untouched.
+
+The kernel reads no IPython configuration: not the user's profile, not the system-wide
+``/etc/ipython`` a teacher sets, no startup files, no extensions. A profile that loads
+``pal_jupyter`` would otherwise load it in every child kernel, each starting a pool of its own
+children (seen: 6 kernels after 3 s, 10 after 6 s). The executor also gives the kernel an
+empty ``IPYTHONDIR`` of its own.
 """
 
 from __future__ import annotations
@@ -64,13 +70,23 @@ def enable_crash_traces() -> None:
 _CRASH_LOG: IO[str] | None = None  # kept referenced so the duplicated fd stays open
 
 
+def _plain_kernel_app() -> type:
+    from ipykernel.kernelapp import IPKernelApp
+
+    class PlainKernelApp(IPKernelApp):  # type: ignore[misc]
+        """ipykernel that loads no configuration file (profile or system-wide)."""
+
+        def load_config_file(self, *args: object, **kwargs: object) -> None:
+            return None
+
+    return PlainKernelApp
+
+
 def main(argv: list[str] | None = None) -> None:
     args, kernel_argv = _parse_args(sys.argv[1:] if argv is None else argv)
     apply_limits(args.memory_bytes, args.cpu_seconds)
     enable_crash_traces()
-    from ipykernel.kernelapp import launch_new_instance
-
-    launch_new_instance(argv=kernel_argv)
+    _plain_kernel_app().launch_instance(argv=kernel_argv)
 
 
 if __name__ == "__main__":

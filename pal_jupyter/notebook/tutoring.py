@@ -1,8 +1,9 @@
 """The notebook side of tutor mode: ``%%pal --tutor``, ``%%pal --check``, ``%pal_hint``, ``%pal_explain``.
 
-The teaching logic lives in :mod:`pal_jupyter.tutor`; this module connects it to the magics:
-the teacher's policy (how far hints may go), the class log (every question, hint, attempt,
-check, reveal and explanation), the tutor widget and cell insertion.
+The teaching logic lives in :mod:`pal_jupyter.classroom.tutor`; this module connects it to the
+notebook: the teacher's policy (how far hints may go), the class log (every question, hint,
+attempt, check, reveal and explanation), the tutor widget and cell insertion. Every function
+takes the session's :class:`~pal_jupyter.notebook.runtime.NotebookRuntime`.
 """
 
 from __future__ import annotations
@@ -11,23 +12,17 @@ import html
 import sys
 import time
 import traceback
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-from IPython.core.error import UsageError
 from IPython.display import display
 
 from ..classroom.tutor import TutorPlan, check_code, competing_approaches, explain_error, prepare_hints
-from ..engine.loop import SolveObserver, solve
+from ..engine.loop import SolveObserver
 from ..engine.vote import competing_answers
 from ..errors import NoCodeError, PalError
-from . import cells
+from .runtime import NotebookRuntime, Request
 from .widgets import STYLE, TutorWidget, highlight, hint_text
 
-if TYPE_CHECKING:
-    from .magics import PalMagics
-
-
-TUTOR_MIN_SAMPLES = 3  # the tutor always cross-checks its own answer, whatever PalMagics.samples says
 CANNOT_SOLVE = ("I could not write a working program for this question myself, so I cannot guide you "
                 "reliably. Please ask your teacher.")
 
@@ -43,54 +38,54 @@ class _Progress(SolveObserver):
             self.widget.set_status(f"checking that I can solve it myself (attempt {attempt.index}) ...")
 
 
-def run_tutor(magics: PalMagics, question: str, args: Any) -> None:
+def run_tutor(runtime: NotebookRuntime, request: Request) -> None:
     """Solve privately (several programs must agree), then reveal hints level by level within
     the policy's cap. When the tutor's own programs disagree it says so and, instead of hints,
     offers the competing approaches for a discussion with the teacher."""
-    cap = magics.policy.effective_hint_cap()
-    origin = cells.current_cell_id(magics.shell)
-    widget = None if args.quiet or getattr(magics.shell, "kernel", None) is None else TutorWidget(question, lambda: reveal_next(magics))
-    if widget is not None:
+    policy = runtime.policy
+    cap = policy.effective_hint_cap()
+    widget = None
+    if not request.quiet and getattr(runtime.shell, "kernel", None) is not None:
+        widget = TutorWidget(request.question, on_next=lambda: reveal_next(runtime, plan=widget.plan))  # type: ignore[union-attr]
         widget.show()
-    log = magics.classlog
+    log = runtime.classlog
     question_id = _new_id("q")
-    log.question(question_id, question)
+    log.question(question_id, request.question)
     try:
-        backend = magics.backend(magics.effective_model(args))
-        session = solve(question, model=backend, executor=magics.pool(magics.limits(args.timeout)),
-                        max_attempts=magics.effective_attempts(args), generation=magics.generation(args),
-                        samples=max(TUTOR_MIN_SAMPLES, magics.effective_samples(args)),
-                        trace=magics.trace_writer(), observer=_Progress(widget))
-        plan = TutorPlan(question, session, min_agreement=magics.policy.min_agreement)
+        backend = runtime.backend(request.settings)
+        session = runtime.solve(request, observer=_Progress(widget), backend=backend)
+        plan = TutorPlan(request.question, session, min_agreement=policy.min_agreement)
         if plan.solvable and plan.sure:
-            prepare_hints(plan, backend, cap, magics.generation(args))
+            prepare_hints(plan, backend, cap, request.settings.generation())
     except NoCodeError:
         log.gave_up(question_id, tutor_solved=False, details={"reason": "no code"})
-        _say(magics, widget, CANNOT_SOLVE)
+        _say(widget, CANNOT_SOLVE)
         return
-    except (PalError, ValueError) as exc:
+    except PalError as exc:
         if widget is not None:
             widget.set_status(str(exc))
-        raise UsageError(str(exc)) from None
+        raise
     for attempt in session.attempts:
         log.attempt(question_id, error_type=attempt.error_type, succeeded=attempt.good,
                     seconds=round(attempt.generate_s + attempt.execute_s, 2), details={"by": "tutor"})
-    plan.question_id, plan.origin, plan.widget, plan.started = question_id, origin, widget, time.time()
-    magics.tutor_plan = plan
+    plan.question_id, plan.origin, plan.widget, plan.started = question_id, request.origin, widget, time.time()
+    runtime.tutor_plan = plan
+    if widget is not None:
+        widget.plan = plan  # its "Next hint" button reveals this question's hints, whatever is asked later
     if not plan.solvable:
         log.gave_up(question_id, tutor_solved=False)
-        _say(magics, widget, CANNOT_SOLVE)
+        _say(widget, CANNOT_SOLVE)
         return
     if not plan.sure:
         log.gave_up(question_id, tutor_solved=False, agreement=session.agreement,
                     details={"reason": "programs disagree", "answers": _answers(session)})
-        _decline_unsure(magics, widget, plan, cap)
+        _decline_unsure(widget, plan, cap)
         return
     log.record("question", question_id, tutor_solved=True, agreement=session.agreement,
                details={"ready": True, "hint_cap": cap})
-    _say(magics, widget, f"I have worked it out. Hints available: {cap} level(s). Try it yourself first!")
-    for _ in range(max(1, min(args.hint_level or 1, cap))):
-        reveal_next(magics, from_button=widget is not None)
+    _say(widget, f"I have worked it out. Hints available: {cap} level(s). Try it yourself first!")
+    for _ in range(max(1, min(request.hint_level or 1, cap))):
+        reveal_next(runtime, from_button=widget is not None, plan=plan)
 
 
 def _answers(session: Any) -> dict[str, int]:
@@ -105,7 +100,7 @@ def unsure_message(session: Any) -> str:
             "through with your teacher.")
 
 
-def _decline_unsure(magics: PalMagics, widget: TutorWidget | None, plan: TutorPlan, cap: int) -> None:
+def _decline_unsure(widget: TutorWidget | None, plan: TutorPlan, cap: int) -> None:
     """No hints: say why, and show the competing approaches (as skeletons when hints may show code)."""
     approaches = competing_approaches(plan.session, with_skeletons=cap >= 2)
     message = unsure_message(plan.session)
@@ -120,20 +115,21 @@ def _decline_unsure(magics: PalMagics, widget: TutorWidget | None, plan: TutorPl
             print(f"\n{approach.label}" + (f"\n{approach.skeleton}" if approach.skeleton else ""))
 
 
-def reveal_next(magics: PalMagics, from_button: bool = True) -> None:
-    """Show the next hint of the last tutor question (button click or ``%pal_hint``)."""
-    plan = magics.tutor_plan
+def reveal_next(runtime: NotebookRuntime, from_button: bool = True, plan: TutorPlan | None = None) -> None:
+    """Show the next hint of ``plan`` (a widget's own question), else of the last tutor question
+    (``%pal_hint``)."""
+    plan = plan or runtime.tutor_plan
     if plan is None:
-        raise UsageError("There is no tutor question yet: ask one with %%pal --tutor first.")
+        raise PalError("There is no tutor question yet: ask one with %%pal --tutor first.")
+    widget = plan.widget
     if not plan.sure:
         note = "No hints for this question: my programs disagreed about the answer, so please ask your teacher."
-        if plan.widget is not None:
-            plan.widget.set_next(0, note)
+        if widget is not None:
+            widget.set_next(0, note)
         if not from_button:
             print(note)
         return
     hint = plan.next_hint()
-    widget = plan.widget
     cap = len(plan.hints)
     if hint is None:
         note = _ladder_note(0, cap)
@@ -142,10 +138,10 @@ def reveal_next(magics: PalMagics, from_button: bool = True) -> None:
         if not from_button:
             print(note)
         return
-    magics.classlog.hint(plan.question_id, level=hint.level)
+    runtime.classlog.hint(plan.question_id, level=hint.level)
     if hint.level == 3:
-        magics.classlog.reveal(plan.question_id, level=3)
-        route = cells.insert_program(magics.shell, magics.link, plan.session, plan.origin, allow_payload=not from_button)
+        runtime.classlog.reveal(plan.question_id, level=3)
+        route = runtime.insert(plan.session, plan.origin, allow_payload=not from_button)
         if route.route == "none":
             hint.title += " (copy it into a new cell)"
     remaining = cap - plan.shown
@@ -169,30 +165,28 @@ def _new_id(prefix: str) -> str:
     return f"{prefix}-{int(time.time() * 1000):x}"
 
 
-def _say(magics: PalMagics, widget: TutorWidget | None, message: str) -> None:
+def _say(widget: TutorWidget | None, message: str) -> None:
     if widget is not None:
         widget.set_status(message)
     else:
         print(message)
 
 
-def run_check(magics: PalMagics, code: str, args: Any) -> None:
+def run_check(runtime: NotebookRuntime, request: Request) -> None:
     """Run the student's own code; explain an error or a wrong answer in beginner's words."""
-    plan = magics.tutor_plan
+    plan = runtime.tutor_plan
+    code = request.question  # the cell body is the student's program
     question = plan.question if plan is not None else ""
-    expected = args.expect if args.expect is not None else (plan.answer_value if plan is not None else None)
+    expected = request.expect if request.expect is not None else (plan.answer_value if plan is not None else None)
     question_id = plan.question_id if plan is not None else _new_id("check")
-    try:
-        backend = magics.backend(magics.effective_model(args))
-        result = check_code(code, backend=backend, pool=magics.pool(magics.limits(args.timeout)), expected=expected,
-                            question=question, allow_solution=magics.policy.solutions_allowed,
-                            generation=magics.generation(args))
-    except (PalError, ValueError) as exc:
-        raise UsageError(str(exc)) from None
-    magics.classlog.check(question_id, question=question, succeeded=result.passed, error_type=result.error_type,
-                          details={"line": result.line})
+    settings = request.settings
+    result = check_code(code, backend=runtime.backend(settings), pool=runtime.pool(settings), expected=expected,
+                        question=question, allow_solution=runtime.policy.solutions_allowed,
+                        generation=settings.generation(), limits=settings.limits())
+    runtime.classlog.check(question_id, question=question, succeeded=result.passed, error_type=result.error_type,
+                           details={"line": result.line})
     if result.passed and plan is not None:
-        magics.classlog.solved(question_id, seconds=round(time.time() - plan.started, 1))
+        runtime.classlog.solved(question_id, seconds=round(time.time() - plan.started, 1))
     display({"text/plain": check_text(result), "text/html": check_html(result)}, raw=True,
             metadata={"pal_jupyter": {"check": result.verdict}})
 
@@ -227,22 +221,18 @@ def check_html(result: Any) -> str:
     return "\n".join(parts)
 
 
-def explain_last_error(magics: PalMagics) -> None:
+def explain_last_error(runtime: NotebookRuntime) -> None:
     """Explain the user kernel's last exception (from sys.last_value) without re-running anything."""
     error = getattr(sys, "last_value", None) or getattr(sys, "last_exc", None)
     if error is None:
-        raise UsageError("There is no error to explain yet: %pal_explain explains the last error a cell raised.")
-    code = _failing_cell(magics.shell)
+        raise PalError("There is no error to explain yet: %pal_explain explains the last error a cell raised.")
+    code = _failing_cell(runtime.shell)
     text = "".join(traceback.format_exception_only(type(error), error)).strip()
     frames = [f for f in traceback.extract_tb(error.__traceback__) if "site-packages" not in (f.filename or "")]
     if frames:
         text = f"line {frames[-1].lineno}: {frames[-1].line}\n{text}"
-    try:
-        backend = magics.backend()
-        explanation = explain_error(code, text, backend)
-    except PalError as exc:
-        raise UsageError(str(exc)) from None
-    magics.classlog.explain(_new_id("explain"), question=text.splitlines()[-1], error_type=type(error).__name__)
+    explanation = explain_error(code, text, runtime.backend(runtime.settings()))
+    runtime.classlog.explain(_new_id("explain"), question=text.splitlines()[-1], error_type=type(error).__name__)
     display({"text/plain": f"{text}\nWhat went wrong: {explanation}",
              "text/html": f"{STYLE}<pre class='pal-error'>{html.escape(text)}</pre>"
                           f"<div class='pal-explanation'><b>What went wrong:</b> {html.escape(explanation)}</div>"},

@@ -488,6 +488,7 @@ class TutorWidget(_LiveDisplay):
         self.hints = w.VBox([])
         self.revealed: list[Any] = []
         self.approaches: list[Any] = []
+        self.plan: Any = None  # the question this widget shows; its "Next hint" reveals that one's hints
         self.next_button = w.Button(description="Next hint", icon="lightbulb-o", disabled=True)
         self.next_button.add_class("pal-next-hint")
         self.next_button.on_click(lambda _button: on_next())

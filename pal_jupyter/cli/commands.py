@@ -10,17 +10,17 @@ import sys
 import time
 from pathlib import Path
 from collections.abc import Callable
-from typing import Any, NoReturn, TextIO
+from typing import Any, NoReturn
 
-from ..backends import SAMPLE_TEMPERATURE, GenerationOptions, load_model, presets
+from ..backends import load_model, presets
 from ..engine import prompts
 from ..engine.console import ConsoleObserver
-from ..engine.loop import DEFAULT_SAMPLES, solve
-from ..engine.options import samples_argument
+from ..engine.loop import solve
+from ..engine.options import OPTIONS, Settings
 from ..engine.records import to_jsonable
 from ..engine.trace import TraceWriter, default_trace_path, trace_to_leti
-from ..errors import PalError
-from ..kernels import ExecutorLimits, KernelPool
+from ..errors import EmptyQuestionError, PalError, unexpected_error_message
+from ..kernels import KernelPool
 
 log = logging.getLogger("pal_jupyter")
 
@@ -32,12 +32,6 @@ def _listed(kind: Callable[[str], Any]) -> Callable[[str], list[Any]]:
         return [kind(item.strip()) for item in text.split(",") if item.strip()]
 
     return parse
-
-
-def _dtype_option(text: str) -> str:
-    if text not in {"auto", "float32", "bfloat16", "float16"}:
-        raise argparse.ArgumentTypeError(f"--dtype is one of auto, float32, bfloat16, float16, not {text!r}")
-    return text
 
 
 def _on_off(text: str) -> bool:
@@ -53,42 +47,37 @@ def _prompt_option(text: str) -> str:
         raise argparse.ArgumentTypeError(str(exc)) from None
 
 
-def _add_model_options(parser: argparse.ArgumentParser, *, lists: bool = False) -> None:
-    """Options shared by ``ask`` and ``bench``; with ``lists``, samples/dtype/prompt take
-    comma-separated values that the benchmark compares side by side."""
-    parser.add_argument("--model", default=os.environ.get("PAL_JUPYTER_MODEL", presets.DEFAULT_MODEL),
-                        help="preset (default, lite), model directory, .gguf file or Hugging Face id")
-    parser.add_argument("--device", default="auto", help="auto (GPU when present), cpu, cuda, cuda:1 ...")
-    also = " (several, comma-separated, are compared side by side)" if lists else ""
-    parser.add_argument("--dtype", default=["auto"] if lists else "auto",
-                        type=_listed(_dtype_option) if lists else _dtype_option,
-                        help="auto (bf16 on a GPU or a CPU with AMX/AVX512-BF16, else fp32), float32, bfloat16" + also)
-    parser.add_argument("--samples", "-k", default=[DEFAULT_SAMPLES] if lists else DEFAULT_SAMPLES,
-                        type=_listed(samples_argument) if lists else samples_argument,
-                        help=f"programs written and run per attempt; the answer most of them print wins "
-                             f"(default {DEFAULT_SAMPLES})" + also)
-    if lists:
+# Options the benchmark compares side by side: several comma-separated values make several configs.
+COMPARED = ("samples", "dtype", "temperature")
+
+
+def _add_engine_options(parser: argparse.ArgumentParser, *, compare: bool = False) -> None:
+    """Every option of :data:`OPTIONS`, with its one declaration; with ``compare``, the ones in
+    :data:`COMPARED` take comma-separated lists."""
+    also = " (several, comma-separated, are compared side by side)"
+    for name, option in OPTIONS.items():
+        default = os.environ.get("PAL_JUPYTER_MODEL", option.default) if name == "model" else option.default
+        if compare and name in COMPARED:
+            parser.add_argument(*option.flags, option.flag, dest=name, type=_listed(option.parse), default=[default],
+                                metavar=name.upper(), help=option.help + also)
+        else:
+            option.add_to(parser, default=default)
+    if compare:
         parser.add_argument("--prompt", default=[prompts.DEFAULT_STYLE], type=_listed(_prompt_option),
                             help=f"prompt style(s): {', '.join(prompts.PROMPT_STYLES)}" + also)
         parser.add_argument("--data-guard", default=[True], type=_listed(_on_off),
                             help="on: refuse programs that overwrite the data handed over (as users get); "
                                  "off: run them, to measure what the guard prevents" + also)
-    parser.add_argument("--max-attempts", type=int, default=3, help="attempts per question, repairs included")
-    parser.add_argument("--max-new-tokens", type=int, default=512)
-    parser.add_argument("--temperature", type=_listed(float) if lists else float, default=[None] if lists else None,
-                        help=f"default: greedy for one program, {SAMPLE_TEMPERATURE} when several are drawn" + also)
-    parser.add_argument("--seed", type=int, default=None)
-    parser.add_argument("--timeout", type=float, default=30.0, help="seconds a program may run")
-    parser.add_argument("--memory-gib", type=float, default=2.0, help="address-space limit of the child kernel")
 
 
-def _generation(args: argparse.Namespace) -> GenerationOptions:
-    temperature = None if isinstance(args.temperature, list) else args.temperature  # bench: per config
-    return GenerationOptions(max_new_tokens=args.max_new_tokens, temperature=temperature, seed=args.seed)
-
-
-def _limits(args: argparse.Namespace) -> ExecutorLimits:
-    return ExecutorLimits(timeout_s=args.timeout, memory_bytes=int(args.memory_gib * 1024**3))
+def _settings(args: argparse.Namespace, **override: Any) -> Settings:
+    """The checked settings of a command line (for ``bench``, ``override`` picks one config's values)."""
+    values = {name: getattr(args, name) for name in OPTIONS}
+    values.update(override)
+    for name in COMPARED:
+        if isinstance(values[name], list):
+            values[name] = values[name][0]
+    return Settings(**values)
 
 
 class _Parser(argparse.ArgumentParser):
@@ -103,9 +92,9 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("-v", "--verbose", action="store_true", help="log progress details")
     commands = parser.add_subparsers(dest="command", required=True, parser_class=_Parser)
 
-    ask = commands.add_parser("ask", help="answer one question with a program, repairing it if it fails")
+    ask = commands.add_parser("ask", help="answer one question with programs: a vote, and repairs when all fail")
     ask.add_argument("question", nargs="+")
-    _add_model_options(ask)
+    _add_engine_options(ask)
     ask.add_argument("--trace", default=None, help=f"JSONL trace file (default: {default_trace_path()})")
     ask.add_argument("--no-trace", action="store_true", help="do not record attempts")
     ask.add_argument("--quiet", action="store_true", help="no token streaming; show the code once written")
@@ -119,7 +108,7 @@ def build_parser() -> argparse.ArgumentParser:
     bench.add_argument("--trace", default=None, help="also write every attempt to this JSONL trace")
     bench.add_argument("--check-answers", action="store_true",
                        help="feed 'wrong answer' back for repair too (oracle feedback, reported as such)")
-    _add_model_options(bench, lists=True)
+    _add_engine_options(bench, compare=True)
 
     leti = commands.add_parser("leti", help="turn a trace file into LeTI training text")
     leti.add_argument("trace")
@@ -134,17 +123,27 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def cmd_ask(args: argparse.Namespace) -> int:
+    question = " ".join(_text_argument(part) for part in args.question).strip()
+    if not question:
+        raise EmptyQuestionError()
+    settings = _settings(args)
     observer = ConsoleObserver(stream_tokens=not args.quiet)
     trace = None if args.no_trace else TraceWriter(args.trace or default_trace_path())
-    with KernelPool(_limits(args)) as pool:  # the kernels warm up while the model loads
-        backend = _load(args.model, args.device, args.dtype)
+    with KernelPool(settings.limits()) as pool:  # the kernels warm up while the model loads
+        backend = _load(settings.model, settings.device, settings.dtype)
         session = solve(
-            " ".join(args.question), model=backend, executor=pool, max_attempts=args.max_attempts,
-            samples=args.samples, generation=_generation(args), trace=trace, observer=observer,
+            question, model=backend, executor=pool, max_attempts=settings.max_attempts, samples=settings.samples,
+            generation=settings.generation(), limits=settings.limits(), trace=trace, observer=observer,
         )
     if args.json:
         print(json.dumps(to_jsonable(session), indent=2, default=str))
     return 0 if session.succeeded else 1
+
+
+def _text_argument(text: str) -> str:
+    """A command-line argument as text: bytes that are not UTF-8 (``surrogateescape``) become U+FFFD,
+    so nothing later (the trace, the terminal) fails on them."""
+    return os.fsencode(text).decode("utf-8", errors="replace")
 
 
 def _load(model: str, device: str, dtype: str) -> Any:
@@ -168,21 +167,25 @@ def cmd_bench(args: argparse.Namespace) -> int:
     configs = [Config(samples=k, dtype=d, prompt=p, temperature=t, guard=g)
                for d in args.dtype for p in args.prompt for t in args.temperature for g in args.data_guard
                for k in args.samples]
+    for config in configs:  # every combination must be a valid setting before any model loads
+        _settings(args, samples=config.samples, dtype=config.dtype, temperature=config.temperature)
+    settings = _settings(args)
     loaded: dict[str, Any] = {}
 
     def backend_for(config: Config) -> Any:
         if config.dtype not in loaded:
-            loaded[config.dtype] = _load(args.model, args.device, config.dtype)
+            loaded[config.dtype] = _load(settings.model, settings.device, config.dtype)
         return loaded[config.dtype]
 
     for dtype in args.dtype:  # load up front: loading is not part of any question's time
         backend_for(Config(dtype=dtype))
-    with KernelPool(_limits(args), warm=max(args.samples)) as pool:
+    with KernelPool(settings.limits(), warm=max(args.samples)) as pool:
         trace = TraceWriter(args.trace) if args.trace else None
         results = []
         progress = tqdm(total=len(rows) * len(configs), desc="questions", unit="q")
-        for result in run_benchmark(rows, backend_for, pool, configs, max_attempts=args.max_attempts,
-                                    check_answers=args.check_answers, generation=_generation(args), trace=trace):
+        for result in run_benchmark(rows, backend_for, pool, configs, max_attempts=settings.max_attempts,
+                                    check_answers=args.check_answers, generation=settings.generation(),
+                                    limits=settings.limits(), trace=trace):
             results.append(result)
             progress.update()
             progress.set_postfix(_tally(results, configs))
@@ -192,11 +195,11 @@ def cmd_bench(args: argparse.Namespace) -> int:
         backend = backend_for(config)
         summary = summarize([r for r in results if r.config == config], model=backend.name,
                             load_seconds=getattr(backend, "load_seconds", 0.0), check_answers=args.check_answers)
-        summary.update(data=str(args.data), offset=args.offset, max_attempts=args.max_attempts,
+        summary.update(data=str(args.data), offset=args.offset, max_attempts=settings.max_attempts,
                        device=backend.device, dtype=backend.dtype)
         summaries.append(summary)
     print(format_summaries(summaries))
-    stem = f"{Path(str(args.data)).stem}-{Path(str(args.model)).name}-{time.strftime('%Y%m%d-%H%M%S')}"
+    stem = f"{Path(str(args.data)).stem}-{Path(str(settings.model)).name}-{time.strftime('%Y%m%d-%H%M%S')}"
     for path in write_report(args.out or f"bench-results/{stem}.json", summaries, results):
         print(f"written: {path}")
     return 0
@@ -216,9 +219,15 @@ def _tally(results: list[Any], configs: list[Any]) -> dict[str, str]:
 
 
 def cmd_leti(args: argparse.Namespace) -> int:
-    for text in trace_to_leti(args.trace):
+    for text in trace_to_leti(_existing_file(args.trace, "trace")):
         print(text)
     return 0
+
+
+def _existing_file(path: str, what: str) -> str:
+    if not Path(path).is_file():
+        raise PalError(f"No {what} file at {path}" + (": it is a folder." if Path(path).is_dir() else "."))
+    return path
 
 
 def cmd_models(args: argparse.Namespace) -> int:
@@ -241,6 +250,9 @@ def cmd_report(args: argparse.Namespace) -> int:
 
 
 def main(argv: list[str] | None = None) -> int:
+    """Run a command. Exit status: 0 done, 1 no working program (``ask``), 2 a usage problem or an
+    expected failure (one line, no traceback), 130 interrupted, 70 an unexpected error (one line
+    naming the file that holds its traceback)."""
     args = build_parser().parse_args(argv)
     logging.basicConfig(level=logging.INFO if args.verbose else logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
     handler = {"ask": cmd_ask, "bench": cmd_bench, "leti": cmd_leti, "models": cmd_models,
@@ -253,6 +265,9 @@ def main(argv: list[str] | None = None) -> int:
     except KeyboardInterrupt:
         print("pal-jupyter: interrupted", file=sys.stderr)
         return 130
+    except Exception as exc:  # the error boundary: one line, the traceback in a file
+        print(f"pal-jupyter: {unexpected_error_message(exc)}", file=sys.stderr)
+        return 70
 
 
 if __name__ == "__main__":

@@ -1,0 +1,193 @@
+"""What the magics, tutor mode and the widgets share in one IPython session.
+
+:class:`NotebookRuntime` owns the services (the warm kernel pool, the loaded models, the class
+log, the trace, the link to the JupyterLab extension) and resolves each ``%%pal`` cell once into
+a :class:`Request`: the ``PalMagics`` defaults, the teacher's policy and the cell's options are
+merged here and nowhere else, and :meth:`NotebookRuntime.solve` is the one place that calls the
+engine for the notebook.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from ..backends import ModelBackend, load_model
+from ..classroom.classlog import ClassLog
+from ..classroom.policy import TeacherPolicy
+from ..engine.loop import SolveObserver, solve
+from ..engine.options import OPTIONS, Settings
+from ..engine.records import Attempt, Session
+from ..engine.trace import TraceWriter, default_trace_path
+from ..errors import PalError
+from ..kernels import KernelPool
+from . import cells
+from .variables import data_namespace, mentioned_variables, named_variables
+
+log = logging.getLogger(__name__)
+
+TUTOR_MIN_SAMPLES = 3  # the tutor always cross-checks its own answer, whatever PalMagics.samples says
+
+
+@dataclass
+class Request:
+    """One ``%%pal`` cell, resolved: the question and everything it runs with."""
+
+    question: str
+    settings: Settings
+    mode: str = "assist"  # "assist" (the program), "tutor" (hints) or "check" (the student's code)
+    variables: dict[str, Any] = field(default_factory=dict)  # named: described to the model, guarded
+    namespace: dict[str, Any] = field(default_factory=dict)  # other data: copied in when a program reads it
+    origin: str | None = None  # the %%pal cell's id (where a program is inserted)
+    insert: bool = True
+    run: bool = False
+    quiet: bool = False
+    hint_level: int | None = None
+    expect: float | None = None
+
+
+class NotebookRuntime:
+    """The services of one IPython session, and the resolution of its requests.
+
+    ``defaults`` is the configurable that holds the user's defaults (``PalMagics``: one trait
+    per option of :data:`~pal_jupyter.engine.options.OPTIONS`, plus ``insert``, ``run_inserted``,
+    ``auto_variables``, ``preload`` and ``trace``).
+    """
+
+    def __init__(self, shell: Any, defaults: Any, policy: TeacherPolicy):
+        self.shell = shell
+        self.defaults = defaults
+        self.policy = policy
+        self.link = cells.FrontendLink()
+        self.last_session: Session | None = None
+        self.tutor_plan: Any = None  # the last tutor-mode question, for %pal_hint and --check
+        self._classlog: ClassLog | None = None
+        self._pool: KernelPool | None = None
+        self._pool_lock = threading.Lock()
+
+    # ------------------------------------------------------------------ lifecycle
+
+    def start(self) -> None:
+        """Greet the frontend extension, warm a kernel, optionally preload the model."""
+        self.link.open()
+        self.pool(self.settings())
+        if self.defaults.preload:
+            threading.Thread(target=self._preload, name="pal-preload", daemon=True).start()
+
+    def _preload(self) -> None:
+        try:
+            self.backend(self.settings())
+        except PalError as exc:
+            log.warning("Preloading the model failed: %s", exc)
+
+    def close(self) -> None:
+        with self._pool_lock:
+            if self._pool is not None:
+                self._pool.close()
+                self._pool = None
+        self.link.close()
+
+    # ------------------------------------------------------------------ services
+
+    def pool(self, settings: Settings) -> KernelPool:
+        """The warm pool. Per-run limits (a cell's ``-t``) do not replace it; a new memory limit does."""
+        limits = settings.limits()
+        with self._pool_lock:
+            if self._pool is None or not self._pool.limits.same_kernels(limits):
+                if self._pool is not None:
+                    self._pool.close()
+                self._pool = KernelPool(limits)
+            return self._pool
+
+    def backend(self, settings: Settings) -> ModelBackend:
+        return load_model(settings.model, device=settings.device, dtype=settings.dtype)
+
+    @property
+    def classlog(self) -> ClassLog:
+        if self._classlog is None or str(self._classlog.log_dir) != str(Path(self.policy.log_dir).expanduser()):
+            self._classlog = ClassLog(self.policy.log_dir)
+        return self._classlog
+
+    def trace_writer(self) -> TraceWriter | None:
+        trace = self.defaults.trace.strip()
+        if trace.lower() in {"off", "none", "false", "no"}:
+            return None
+        return TraceWriter(trace or default_trace_path())
+
+    # ------------------------------------------------------------------ requests
+
+    def settings(self) -> Settings:
+        """The defaults: ``PalMagics`` traits, with the teacher's model and attempts where configured."""
+        values = {name: getattr(self.defaults, name) for name in OPTIONS}
+        if self.policy.model:
+            values["model"] = self.policy.model
+        if self.policy.origin("max_attempts") == "config":
+            values["max_attempts"] = self.policy.max_attempts
+        return Settings(**values)
+
+    def resolve(self, args: Any, question: str) -> Request:
+        """A cell's options, checked against the policy and merged with the defaults."""
+        mode = self._mode(args)
+        given = {name: getattr(args, name, None) for name in OPTIONS}
+        for name in ("model", "max_attempts"):
+            if given[name] is not None:
+                given[name] = self._allowed(name, given[name])
+        settings = self.settings().updated(given)
+        if mode == "tutor" and settings.samples < TUTOR_MIN_SAMPLES:
+            settings = settings.updated({"samples": TUTOR_MIN_SAMPLES})
+        user = self.shell.user_ns
+        variables = named_variables(getattr(args, "use", []) or [], user)
+        namespace: dict[str, Any] = {}
+        if self.defaults.auto_variables:
+            namespace = data_namespace(user, getattr(self.shell, "user_ns_hidden", {}), exclude=variables)
+            variables.update(mentioned_variables(question, namespace))
+        return Request(
+            question=question, settings=settings, mode=mode, variables=variables, namespace=namespace,
+            origin=cells.current_cell_id(self.shell),
+            insert=self.defaults.insert and not getattr(args, "no_insert", False),
+            run=getattr(args, "run", False) or self.defaults.run_inserted,
+            quiet=getattr(args, "quiet", False),
+            hint_level=getattr(args, "hint_level", None), expect=getattr(args, "expect", None),
+        )
+
+    def _mode(self, args: Any) -> str:
+        """check, tutor or assist: the policy's mode is the default, may be locked, and without
+        solutions allowed a request for the program becomes tutoring."""
+        if getattr(args, "check", False):
+            return "check"
+        tutor, assist = getattr(args, "tutor", False), getattr(args, "assist", False)
+        if tutor and assist:
+            raise PalError("Choose one of --tutor and --assist.")
+        mode = "tutor" if tutor else "assist" if assist else self.policy.mode
+        self._allowed("mode", mode)
+        return "tutor" if mode == "tutor" or not self.policy.allow_solutions else "assist"
+
+    def _allowed(self, name: str, value: Any) -> Any:
+        """``value`` if the notebook may set ``name`` to it; PolicyError (one line) if the policy locks it."""
+        return self.policy.check_override(name, value)
+
+    # ------------------------------------------------------------------ the engine
+
+    def solve(self, request: Request, observer: SolveObserver | None = None,
+              backend: ModelBackend | None = None) -> Session:
+        """Run the engine on ``request``: the one place the notebook assembles a ``solve`` call."""
+        settings = request.settings
+        return solve(
+            request.question, model=backend or self.backend(settings), executor=self.pool(settings),
+            max_attempts=settings.max_attempts, samples=settings.samples, generation=settings.generation(),
+            limits=settings.limits(), variables=request.variables, namespace=request.namespace,
+            trace=self.trace_writer(), observer=observer,
+        )
+
+    def insert(self, session: Session, origin: str | None, attempt: Attempt | None = None, *, run: bool = False,
+               allow_payload: bool = True) -> cells.Insertion:
+        """Put a program of ``session`` into the cell below ``origin``; ``run`` it where no extension can."""
+        insertion = cells.insert_program(self.shell, self.link, session, origin, attempt=attempt, run=run,
+                                         allow_payload=allow_payload)
+        if run and insertion.route != "extension":
+            # No extension to run the new cell: run the program here, visibly, in this cell.
+            self.shell.run_cell(cells.cell_source(session, attempt), store_history=False)
+        return insertion
