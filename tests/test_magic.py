@@ -182,7 +182,7 @@ def test_several_programs_vote_and_the_widget_says_they_disagree(kernel):
     assert "attempt 1, program 4 of 5: ZeroDivisionError" in text
     assert "pal-tally" in page and "2 of 5" in page and "data-confidence='low'" in page
     inserted = [p for p in reply["payload"] if p["source"] == "set_next_input"][0]["text"]
-    assert "# attempt 1, program 1 of 5 of 1" in inserted and "# 2 of 5 programs agree on 150" in inserted
+    assert "# attempt 1 of 1, program 1 of 5" in inserted and "# 2 of 5 programs agree on 150" in inserted
     assert "NOT SURE: the programs disagreed" in inserted and inserted.rstrip().endswith("print(150)")
 
 

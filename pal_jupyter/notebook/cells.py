@@ -105,7 +105,8 @@ def cell_source(session: Session, attempt: Attempt | None = None) -> str:
     question = " ".join(session.question.split())
     if len(question) > 100:
         question = question[:97] + "..."
-    header = [f"# %%pal: {question}", f"# {attempt.label} of {session.rounds}, model {session.model}"]
+    program = f", program {attempt.sample} of {attempt.samples}" if attempt.samples > 1 else ""
+    header = [f"# %%pal: {question}", f"# attempt {attempt.index} of {session.rounds}{program}, model {session.model}"]
     vote = session.vote
     if attempt is session.final and vote is not None and vote.candidates > 1 and vote.winner is not None:
         header.append(f"# {vote.tally} on {vote.winner.answer.text}")

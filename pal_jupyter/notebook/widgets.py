@@ -294,9 +294,8 @@ class _RoundPage:
 
         self.index = first.index
         self.pages: dict[int, _AttemptPage] = {}
-        self.tally = w.HTML()
         self.tabs = w.Tab(children=[]) if first.samples > 1 else None
-        self.box = w.VBox([self.tally, self.tabs] if self.tabs is not None else [])
+        self.box = w.VBox([self.tabs] if self.tabs is not None else [])
 
     def add(self, page: _AttemptPage) -> None:
         self.pages[page.attempt.sample] = page
@@ -429,9 +428,8 @@ class PalWidget(_LiveDisplay, SolveObserver):
     def vote_taken(self, session: Session, vote: Vote) -> None:
         round_ = self.rounds[vote.round - 1]
         attempts = session.round(vote.round)
-        if attempts[0].samples > 1:
+        if attempts[0].samples > 1:  # the tally itself is shown once, in the header
             self.accordion.set_title(vote.round - 1, round_title(attempts, vote))
-            round_.tally.value = tally_html(session)
             if vote.winner is not None and round_.tabs is not None and session.final is not None:
                 round_.tabs.selected_index = session.final.sample - 1  # show the program that is inserted
 

@@ -328,7 +328,7 @@ def test_several_programs_show_the_tally_and_each_program(jupyter_server, page, 
     nb.wait_for_cell_count(5)
     wait_until_idle(nb, 2, WIDGET_TIMEOUT_MS)
     source = nb.sources()[3]
-    assert "# attempt 1, program 1 of 3 of 1" in source and "# 2 of 3 programs agree on 150.0" in source, source
+    assert "# attempt 1 of 1, program 1 of 3" in source and "# 2 of 3 programs agree on 150.0" in source, source
     assert source.rstrip().endswith("print(60 * 2.5)")
     saved = nb.save_and_read(until=lambda n: len(n.cells) == 5)
     meta = saved.cells[3].metadata["pal_jupyter"]
