@@ -23,6 +23,7 @@ from typing import Any
 
 from ..errors import ModelLoadError
 from . import presets
+from .adapters import check_base, conditioned, read_adapter
 from .base import ChatMessage, Generation, GenerationOptions, RowTokenCallback, TokenCallback
 
 log = logging.getLogger(__name__)
@@ -50,6 +51,8 @@ class TransformersBackend:
     device: str
     dtype: str
     load_seconds: float = 0.0
+    prefix: str = ""  # a LeTI adapter conditions every question on its reward token (see adapters)
+    prompt_style: str | None = None  # how an adapter was trained to be asked (engine.prompts styles)
     prefix_cache_size: int = 4  # distinct prompt prefixes kept (system + worked examples)
     _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
     _prefixes: OrderedDict[tuple[int, ...], Any] = field(default_factory=OrderedDict, repr=False)
@@ -88,6 +91,7 @@ class TransformersBackend:
             raise ValueError("n must be at least 1")
         options = options or GenerationOptions()
         temperature = options.temperature_for(n)
+        messages = conditioned(list(messages), self.prefix)
         prompt_ids = self._encode(self.render_prompt(messages))
         # One generation at a time per model: two threads in model.generate would only
         # thrash the same cores (or GPU) and interleave their streams.
@@ -143,7 +147,8 @@ class TransformersBackend:
         """transformers renamed ``past_key_values`` to ``cache`` (5.2x warns about the old name)."""
         import inspect
 
-        return "cache" if "cache" in inspect.signature(self.model.forward).parameters else "past_key_values"
+        base = self.model.get_base_model() if hasattr(self.model, "get_base_model") else self.model  # peft wraps it
+        return "cache" if "cache" in inspect.signature(base.forward).parameters else "past_key_values"
 
     # -- generation -------------------------------------------------------------------------------
 
@@ -369,8 +374,9 @@ def resolve_source(source: str) -> str:
     return source  # a Hugging Face id: from the local HF cache, or the hub when reachable
 
 
-def load_transformers(source: str, device: str, dtype: str) -> TransformersBackend:
-    """Load ``source`` (preset, GGUF file, model directory or Hugging Face id) on ``device`` in ``dtype``."""
+def load_transformers(source: str, device: str, dtype: str, adapter: str = "") -> TransformersBackend:
+    """Load ``source`` (preset, GGUF file, model directory or Hugging Face id) on ``device`` in
+    ``dtype``, with the LoRA ``adapter`` (a directory written by ``pal-jupyter train``) on top."""
     import torch
     from safetensors import SafetensorError  # a damaged weights file raises this, not OSError
     from transformers import AutoModelForCausalLM, AutoTokenizer
@@ -379,21 +385,28 @@ def load_transformers(source: str, device: str, dtype: str) -> TransformersBacke
 
     start = time.perf_counter()
     resolved = resolve_source(source)
+    info = read_adapter(adapter) if adapter else None
+    if info is not None:
+        check_base(info, model_directory(resolved), source, adapter)
     bars = hf_logging.is_progress_bar_enabled()
     hf_logging.disable_progress_bar()  # a per-tensor bar in every notebook cell is noise
     try:
-        tokenizer = AutoTokenizer.from_pretrained(resolved)
+        tokenizer = AutoTokenizer.from_pretrained(adapter or resolved)  # an adapter's has the reward tokens
         if len(tokenizer) <= 1:  # transformers 5 builds an empty tokenizer when its files are missing
             raise ModelLoadError(
                 f"The model {source!r} has no tokenizer (no tokenizer.json / tokenizer_config.json in "
                 f"{resolved}): save the tokenizer next to the weights, or pass the original model."
             )
         model = AutoModelForCausalLM.from_pretrained(resolved, dtype=getattr(torch, dtype))
+        if info is not None:
+            model = _with_adapter(model, tokenizer, adapter)
         model.to(device).eval()
     except ModelLoadError:
         raise
-    except (OSError, ValueError, RuntimeError, ImportError, SafetensorError) as exc:
+    except (OSError, ValueError, RuntimeError, ImportError, KeyError, SafetensorError) as exc:
         first_line = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+        if info is not None:
+            raise ModelLoadError(f"Could not load the adapter {adapter!r} onto {source!r}: {first_line}") from None
         raise ModelLoadError(
             f"Could not load the model {source!r}: {first_line}\n"
             "Pass a local model directory, a .gguf file, a Hugging Face id that is in your local "
@@ -404,5 +417,28 @@ def load_transformers(source: str, device: str, dtype: str) -> TransformersBacke
         if bars:
             hf_logging.enable_progress_bar()
     seconds = time.perf_counter() - start
-    log.info("Loaded %s on %s (%s) in %.1f s", source, device, dtype, seconds)
-    return TransformersBackend(model, tokenizer, name=source, device=device, dtype=dtype, load_seconds=seconds)
+    name = f"{source}+{adapter}" if adapter else source
+    log.info("Loaded %s on %s (%s) in %.1f s", name, device, dtype, seconds)
+    return TransformersBackend(model, tokenizer, name=name, device=device, dtype=dtype, load_seconds=seconds,
+                               prefix=info.prefix if info is not None else "",
+                               prompt_style=info.prompt if info is not None else None)
+
+
+def _with_adapter(model: Any, tokenizer: Any, adapter: str) -> Any:
+    from peft import PeftModel
+
+    if len(tokenizer) > model.get_input_embeddings().weight.shape[0]:  # the reward tokens need rows
+        model.resize_token_embeddings(len(tokenizer))
+    return PeftModel.from_pretrained(model, adapter)
+
+
+def model_directory(resolved: str) -> str:
+    """The local folder of a resolved model (a Hugging Face id: its snapshot in the local cache)."""
+    if Path(resolved).is_dir():
+        return resolved
+    try:
+        from huggingface_hub import snapshot_download
+
+        return snapshot_download(resolved, local_files_only=True)
+    except Exception as exc:  # not in the cache: nothing to compare an adapter against
+        raise ModelLoadError(f"The model {resolved!r} is not in the local cache: {exc}") from None

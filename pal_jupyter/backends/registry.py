@@ -8,12 +8,13 @@ scripted classroom demo, an adapter to a model served elsewhere).
 from __future__ import annotations
 
 import threading
+from pathlib import Path
 
 from . import presets
 from .base import ModelBackend
 from .huggingface import TransformersBackend, load_transformers, resolve_device, resolve_dtype
 
-_CACHE: dict[tuple[str, str, str], TransformersBackend] = {}
+_CACHE: dict[tuple[str, str, str, str], TransformersBackend] = {}
 _CACHE_LOCK = threading.Lock()
 _REGISTERED: dict[str, ModelBackend] = {}
 
@@ -27,17 +28,29 @@ def register_model(name: str, backend: ModelBackend) -> None:
     _REGISTERED[name] = backend
 
 
-def load_model(source: str = presets.DEFAULT_MODEL, *, device: str = "auto", dtype: str = "auto") -> ModelBackend:
-    """Load (or reuse) a model. ``source``: registered name, preset, HF id, model directory or .gguf file."""
+def load_model(source: str = presets.DEFAULT_MODEL, *, device: str = "auto", dtype: str = "auto",
+               adapter: str = "") -> ModelBackend:
+    """Load (or reuse) a model. ``source``: registered name, preset, HF id, model directory or .gguf
+    file; ``BASE+ADAPTER_DIR`` (or ``adapter=``) puts a LoRA adapter from ``pal-jupyter train`` on top."""
     if source in _REGISTERED:
         return _REGISTERED[source]
+    source, adapter = split_adapter(source, adapter)
     device = resolve_device(device)
     dtype = resolve_dtype(dtype, device)
-    key = (source, device, dtype)
+    key = (source, adapter, device, dtype)
     with _CACHE_LOCK:
         if key not in _CACHE:
-            _CACHE[key] = load_transformers(source, device, dtype)
+            _CACHE[key] = load_transformers(source, device, dtype, adapter)
         return _CACHE[key]
+
+
+def split_adapter(source: str, adapter: str = "") -> tuple[str, str]:
+    """``"lite+runs/adapter"`` -> ``("lite", "runs/adapter")``; a plain source keeps ``adapter``."""
+    if "+" in source and not adapter:
+        base, _, tail = source.partition("+")
+        if base and tail:
+            return base, str(Path(tail).expanduser())
+    return source, str(Path(adapter).expanduser()) if adapter else ""
 
 
 def clear_model_cache() -> None:

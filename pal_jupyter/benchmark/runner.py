@@ -27,7 +27,7 @@ from pathlib import Path
 from typing import Any
 
 from ..backends import GenerationOptions, ModelBackend
-from ..engine.answers import numbers_match, parse_number, reference_answer
+from ..engine.grading import expected_of, is_correct, question_of
 from ..engine.loop import solve
 from ..engine.records import ProgramAnswer, Session, to_jsonable
 from ..engine.trace import TraceWriter
@@ -42,7 +42,7 @@ class Config:
 
     samples: int = 1
     dtype: str = "auto"
-    prompt: str = "chat-2shot"
+    prompt: str | None = None  # None: the model's own (an adapter's), else the measured default
     temperature: float | None = None  # None: greedy for k = 1, the sampling default for k > 1
     guard: bool = True  # refuse programs that overwrite the variables handed over
 
@@ -50,7 +50,7 @@ class Config:
     def label(self) -> str:
         temperature = "" if self.temperature is None else f" T={self.temperature:g}"
         guard = "" if self.guard else " no-guard"
-        return f"k={self.samples} {self.dtype} {self.prompt}{temperature}{guard}"
+        return f"k={self.samples} {self.dtype} {self.prompt or 'default-prompt'}{temperature}{guard}"
 
 
 @dataclass
@@ -123,33 +123,6 @@ def _row(line: str, path: str | Path, number: int) -> dict[str, Any]:
         raise PalError(f"Line {number} of {path} has no question: each row needs a 'question' (or 'input') "
                        "and an 'answer' (or 'target').")
     return row
-
-
-def question_of(row: dict[str, Any]) -> str:
-    return str(row.get("question") or row.get("input") or "")
-
-
-def expected_of(row: dict[str, Any]) -> float | str | None:
-    """The reference: a number, a text answer, or "figure"."""
-    if row.get("figure"):
-        return "figure"
-    if isinstance(row.get("answer"), str) and "####" not in row["answer"] and parse_number(row["answer"]) is None:
-        return row["answer"]
-    return reference_answer(row)
-
-
-def is_correct(answer: ProgramAnswer | None, execution: ExecutionResult | None, expected: float | str | None) -> bool:
-    if expected == "figure":
-        return execution is not None and execution.ok and (execution.has_mime("image/png") or execution.has_mime("image/svg+xml"))
-    if answer is None or expected is None:
-        return False
-    if isinstance(expected, str):
-        return answer.kind == "text" and _text(answer.text) == _text(expected)
-    return answer.kind == "number" and numbers_match(answer.value, expected)
-
-
-def _text(text: str) -> str:
-    return " ".join(text.casefold().strip(" '\"`.").split())
 
 
 def run_benchmark(

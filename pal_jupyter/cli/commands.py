@@ -1,4 +1,4 @@
-"""The ``pal-jupyter`` command: ask a question, benchmark a data set, export traces, list models."""
+"""The ``pal-jupyter`` command: ask, bench, collect, train, compare, leti, models, report."""
 
 from __future__ import annotations
 
@@ -63,7 +63,7 @@ def _add_engine_options(parser: argparse.ArgumentParser, *, compare: bool = Fals
         else:
             option.add_to(parser, default=default)
     if compare:
-        parser.add_argument("--prompt", default=[prompts.DEFAULT_STYLE], type=_listed(_prompt_option),
+        parser.add_argument("--prompt", default=[None], type=_listed(_prompt_option),
                             help=f"prompt style(s): {', '.join(prompts.PROMPT_STYLES)}" + also)
         parser.add_argument("--data-guard", default=[True], type=_listed(_on_off),
                             help="on: refuse programs that overwrite the data handed over (as users get); "
@@ -110,6 +110,36 @@ def build_parser() -> argparse.ArgumentParser:
                        help="feed 'wrong answer' back for repair too (oracle feedback, reported as such)")
     _add_engine_options(bench, compare=True)
 
+    collect = commands.add_parser("collect", help="write and run programs for questions with known answers "
+                                                   "(training data; resumable)")
+    collect.add_argument("--data", required=True, help="JSONL with question/input and answer/target (a train split)")
+    collect.add_argument("--limit", type=int, default=None)
+    collect.add_argument("--offset", type=int, default=0)
+    collect.add_argument("--out", required=True, help="folder for programs.jsonl; run again to continue it")
+    _add_engine_options(collect)
+    collect.set_defaults(max_attempts=1)  # no repair: every program is the model's own first try
+
+    train = commands.add_parser("train", help="fine-tune a LoRA adapter on collected programs and traces")
+    train.add_argument("data", nargs="+", help="programs.jsonl from collect, and/or trace files")
+    train.add_argument("--base", default="lite", help="the model to adapt (preset, directory, .gguf, HF id)")
+    train.add_argument("--out", required=True, help="the adapter folder to write")
+    train.add_argument("--format", choices=("leti", "sft"), default="leti",
+                       help="leti: every program behind its reward token and feedback; sft: right programs only")
+    train.add_argument("--rank", type=int, default=16)
+    train.add_argument("--alpha", type=int, default=32)
+    train.add_argument("--learning-rate", type=float, default=2e-4)
+    train.add_argument("--epochs", type=float, default=1.0)
+    train.add_argument("--batch-size", type=int, default=4)
+    train.add_argument("--max-length", type=int, default=384, help="tokens per example")
+    train.add_argument("--max-steps", type=int, default=None, help="stop after this many steps")
+    train.add_argument("--seed", type=int, default=0)
+    OPTIONS["device"].add_to(train, default="auto")
+    OPTIONS["dtype"].add_to(train, default="auto")
+
+    compare = commands.add_parser("compare", help="before/after on the same questions, with McNemar's test")
+    compare.add_argument("before", help="a report written by pal-jupyter bench")
+    compare.add_argument("after", help="a report of the same questions")
+
     leti = commands.add_parser("leti", help="turn a trace file into LeTI training text")
     leti.add_argument("trace")
 
@@ -130,7 +160,7 @@ def cmd_ask(args: argparse.Namespace) -> int:
     observer = ConsoleObserver(stream_tokens=not args.quiet)
     trace = None if args.no_trace else TraceWriter(args.trace or default_trace_path())
     with KernelPool(settings.limits()) as pool:  # the kernels warm up while the model loads
-        backend = _load(settings.model, settings.device, settings.dtype)
+        backend = _load(settings.model, settings.device, settings.dtype, settings.adapter)
         session = solve(
             question, model=backend, executor=pool, max_attempts=settings.max_attempts, samples=settings.samples,
             generation=settings.generation(), limits=settings.limits(), trace=trace, observer=observer,
@@ -146,12 +176,12 @@ def _text_argument(text: str) -> str:
     return os.fsencode(text).decode("utf-8", errors="replace")
 
 
-def _load(model: str, device: str, dtype: str) -> Any:
+def _load(model: str, device: str, dtype: str, adapter: str = "") -> Any:
     if presets.find_preset(model) and not presets.is_prepared(model):
         print(f"First use of {model!r}: assembling and converting the model once into "
               f"{presets.cache_dir()} (about 1-2 minutes) ...", file=sys.stderr, flush=True)
     print(f"Loading model {model!r} ...", file=sys.stderr, flush=True)
-    backend = load_model(model, device=device, dtype=dtype)
+    backend = load_model(model, device=device, dtype=dtype, adapter=adapter)
     print(f"Model ready on {backend.device} ({backend.dtype}) in {backend.load_seconds:.1f} s", file=sys.stderr, flush=True)
     return backend
 
@@ -174,7 +204,7 @@ def cmd_bench(args: argparse.Namespace) -> int:
 
     def backend_for(config: Config) -> Any:
         if config.dtype not in loaded:
-            loaded[config.dtype] = _load(settings.model, settings.device, config.dtype)
+            loaded[config.dtype] = _load(settings.model, settings.device, config.dtype, settings.adapter)
         return loaded[config.dtype]
 
     for dtype in args.dtype:  # load up front: loading is not part of any question's time
@@ -211,11 +241,71 @@ def _tally(results: list[Any], configs: list[Any]) -> dict[str, str]:
     for config in configs:
         done = [r for r in results if r.config == config]
         tally[f"k{config.samples}" + (f"-{config.dtype[:4]}" if len({c.dtype for c in configs}) > 1 else "")
-              + (f"-{config.prompt}" if len({c.prompt for c in configs}) > 1 else "")
+              + (f"-{config.prompt or 'default'}" if len({c.prompt for c in configs}) > 1 else "")
               + (f"-T{config.temperature:g}" if len({c.temperature for c in configs}) > 1 else "")
               + ("" if config.guard or len({c.guard for c in configs}) == 1 else "-noguard")] = \
             f"{sum(r.correct for r in done)}/{len(done)}"
     return tally
+
+
+def cmd_collect(args: argparse.Namespace) -> int:
+    from tqdm import tqdm
+
+    from ..benchmark.runner import read_rows
+    from ..training.collect import collect, manifest_settings
+
+    rows = read_rows(args.data, args.limit, args.offset)
+    if not rows:
+        raise PalError(f"No rows in {args.data} (offset {args.offset}).")
+    settings = _settings(args)
+    identity = manifest_settings(data=str(args.data), offset=args.offset, model=settings.model,
+                                 adapter=settings.adapter, samples=settings.samples,
+                                 max_attempts=settings.max_attempts, temperature=settings.temperature,
+                                 max_new_tokens=settings.max_new_tokens, timeout=settings.timeout)
+    with KernelPool(settings.limits(), warm=settings.samples) as pool:
+        backend = _load(settings.model, settings.device, settings.dtype, settings.adapter)
+        bar = tqdm(total=len(rows), desc="questions", unit="q")
+
+        def tally(stats: Any) -> None:
+            bar.n = stats.questions + stats.skipped
+            bar.set_postfix(programs=stats.programs, ran=stats.ran, right=stats.correct, solved=stats.solved)
+
+        started = time.perf_counter()
+        stats = collect(enumerate(rows, start=args.offset), backend, pool, args.out, identity,
+                        samples=settings.samples, max_attempts=settings.max_attempts,
+                        generation=settings.generation(), limits=settings.limits(), on_question=tally)
+        bar.close()
+    print(f"{stats.questions} question(s) answered now, {stats.skipped} already in {args.out}; "
+          f"{stats.programs} programs: {stats.ran} ran, {stats.correct} right; {stats.solved} question(s) solved; "
+          f"{time.perf_counter() - started:.0f} s")
+    return 0
+
+
+def cmd_train(args: argparse.Namespace) -> int:
+    from ..training.examples import load_examples
+    from ..training.lora import TrainSettings, train
+
+    examples, counts = load_examples(args.data)
+    print(f"read {counts['records']} record(s): {len(examples)} program(s) to learn from "
+          f"({counts['without_program']} without a program, {counts['duplicates']} duplicates left out)",
+          file=sys.stderr)
+    settings = TrainSettings(format=args.format, rank=args.rank, alpha=args.alpha, learning_rate=args.learning_rate,
+                             epochs=args.epochs, batch_size=args.batch_size, max_length=args.max_length,
+                             max_steps=args.max_steps, seed=args.seed)
+    result = train(examples, args.base, args.out, settings, data_files=args.data, device=args.device, dtype=args.dtype)
+    first, last = result.losses[0], sum(result.losses[-5:]) / len(result.losses[-5:])
+    print(f"adapter written to {result.adapter}: {result.steps} steps on {result.examples['total']} examples "
+          f"({result.examples['good']} good, {result.examples['bad']} bad); loss {first:.3f} -> {last:.3f}; "
+          f"{result.seconds:.0f} s; peak memory {result.peak_memory_gib:.1f} GiB")
+    print(f"use it: pal-jupyter ask --model {args.base} --adapter {result.adapter} QUESTION")
+    return 0
+
+
+def cmd_compare(args: argparse.Namespace) -> int:
+    from ..benchmark.compare import compare, format_comparison
+
+    print(format_comparison(compare(args.before, args.after)))
+    return 0
 
 
 def cmd_leti(args: argparse.Namespace) -> int:
@@ -255,8 +345,8 @@ def main(argv: list[str] | None = None) -> int:
     naming the file that holds its traceback)."""
     args = build_parser().parse_args(argv)
     logging.basicConfig(level=logging.INFO if args.verbose else logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
-    handler = {"ask": cmd_ask, "bench": cmd_bench, "leti": cmd_leti, "models": cmd_models,
-               "report": cmd_report}[args.command]
+    handler = {"ask": cmd_ask, "bench": cmd_bench, "collect": cmd_collect, "train": cmd_train,
+               "compare": cmd_compare, "leti": cmd_leti, "models": cmd_models, "report": cmd_report}[args.command]
     try:
         return handler(args)
     except PalError as exc:

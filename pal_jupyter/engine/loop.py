@@ -80,7 +80,7 @@ def solve(
     executor: KernelPool | None = None,
     max_attempts: int = 3,
     samples: int = 1,
-    prompt_style: str = prompts.DEFAULT_STYLE,
+    prompt_style: str | None = None,
     guard_data: bool = True,
     checker: Checker | None = None,
     variables: Mapping[str, Any] | None = None,
@@ -102,7 +102,8 @@ def solve(
     that replaces one of them with invented data is refused before it runs; of ``namespace``
     (e.g. a notebook's globals) only the names a program actually uses are copied in. Every
     program is appended to ``trace`` (a JSONL path) when given. ``prompt_style`` picks the
-    worked examples (:data:`pal_jupyter.prompts.PROMPT_STYLES`); ``guard_data=False`` runs
+    worked examples (:data:`pal_jupyter.engine.prompts.PROMPT_STYLES`; default: the backend's own
+    ``prompt_style`` when it has one, as a fine-tuned adapter does, else the measured default); ``guard_data=False`` runs
     programs that overwrite ``variables`` too (only the benchmark does that, to measure the guard).
     """
     question = (question or "").strip()
@@ -111,7 +112,8 @@ def solve(
     if isinstance(max_attempts, bool) or not isinstance(max_attempts, int) or max_attempts < 1:
         raise SettingError(f"max_attempts must be a whole number of at least 1, not {max_attempts!r}.")
     check_samples(samples)
-    prompts.prompt_style(prompt_style)  # an unknown style fails before anything starts
+    if prompt_style is not None:
+        prompts.prompt_style(prompt_style)  # an unknown style fails before anything starts
     generation = generation or GenerationOptions()
     generation.temperature_for(samples)  # greedy decoding cannot draw several programs
     observer = observer or SolveObserver()
@@ -129,7 +131,9 @@ def solve(
         )
         observer.session_started(session)
         start = time.perf_counter()
-        messages = prompts.pal_messages(question, variables, style=prompt_style)
+        # A fine-tuned adapter is asked the way it was trained (see backends.adapters).
+        style = prompt_style or getattr(backend, "prompt_style", None) or prompts.DEFAULT_STYLE
+        messages = prompts.pal_messages(question, variables, style=style)
         repaired: list[str | None] = []  # the programs fed back so far
         round_ = _Round(backend, pool, samples, checker, variables, namespace, generation, observer, guard_data, limits)
         for index in range(1, max_attempts + 1):

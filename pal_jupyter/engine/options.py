@@ -141,6 +141,7 @@ _OptionTrait = _make_trait_class()
 OPTIONS: dict[str, Option] = {o.name: o for o in (
     Option("model", str, "default", "preset (default, lite), model directory, .gguf file or Hugging Face id",
            flags=("-m",)),
+    Option("adapter", str, "", "a LoRA adapter folder written by pal-jupyter train ('' = none)"),
     Option("device", str, "auto", "auto (the GPU when there is one), cpu, cuda, cuda:1 ..."),
     Option("dtype", str, "auto", "auto: bf16 on a GPU or a CPU with AMX/AVX512-BF16, else fp32",
            choices=("auto", "float32", "bfloat16", "float16")),
@@ -161,6 +162,7 @@ class Settings:
     """One value for every option: what a question is solved with."""
 
     model: str = OPTIONS["model"].default
+    adapter: str = OPTIONS["adapter"].default
     device: str = OPTIONS["device"].default
     dtype: str = OPTIONS["dtype"].default
     samples: int = OPTIONS["samples"].default

@@ -168,6 +168,8 @@ PROMPT_STYLES: dict[str, PromptStyle] = {
                     tuple((e.question, e.as_script()) for e in WORKED_EXAMPLES)),
         PromptStyle("pal-8shot", "PAL's def solution() that returns, 8 worked examples", PAL_SYSTEM,
                     tuple((e.question, e.as_pal_function()) for e in WORKED_EXAMPLES)),
+        # What pal-jupyter train fine-tunes on, and so what its adapters are asked with.
+        PromptStyle("chat-0shot", "flat script that prints, no worked examples", SYSTEM, ()),
     )
 }
 #: Chosen by measurement on GSM8K train questions that are not worked examples (benchmarks/README.md).

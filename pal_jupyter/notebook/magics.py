@@ -31,7 +31,7 @@ from .runtime import NotebookRuntime
 log = logging.getLogger(__name__)
 
 CHILD_KERNEL_VARIABLE = "PAL_JUPYTER_CHILD_KERNEL"  # set in every child kernel's environment
-CELL_OPTIONS = ("model", "samples", "max_attempts", "timeout", "temperature", "seed")  # per-cell flags
+CELL_OPTIONS = ("model", "adapter", "samples", "max_attempts", "timeout", "temperature", "seed")  # per-cell flags
 
 
 def option_arguments(*names: str) -> Callable[[Any], Any]:
@@ -52,6 +52,7 @@ class PalMagics(Magics):
     """Ask a local model for programs, run them in isolated kernels, vote, repair, insert."""
 
     model = OPTIONS["model"].trait()
+    adapter = OPTIONS["adapter"].trait()
     device = OPTIONS["device"].trait()
     dtype = OPTIONS["dtype"].trait()
     samples = OPTIONS["samples"].trait()

@@ -103,7 +103,7 @@ class NotebookRuntime:
             return self._pool
 
     def backend(self, settings: Settings) -> ModelBackend:
-        return load_model(settings.model, device=settings.device, dtype=settings.dtype)
+        return load_model(settings.model, device=settings.device, dtype=settings.dtype, adapter=settings.adapter)
 
     @property
     def classlog(self) -> ClassLog:
