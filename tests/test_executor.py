@@ -318,7 +318,7 @@ def test_pool_acquire_from_thread_and_close_is_idempotent() -> None:
     pool.close()
     pool.close()
     assert not box["kernel"].is_alive()  # type: ignore[attr-defined]
-    with pytest.raises(Exception, match="closed"):
+    with pytest.raises(KernelError, match="The kernel pool has been closed."):
         pool.acquire()
 
 

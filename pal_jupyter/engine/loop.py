@@ -79,7 +79,7 @@ def solve(
     model: ModelBackend | str = "default",
     executor: KernelPool | None = None,
     max_attempts: int = 3,
-    samples: int = 1,
+    samples: int = DEFAULT_SAMPLES,
     prompt_style: str | None = None,
     guard_data: bool = True,
     checker: Checker | None = None,
