@@ -117,7 +117,29 @@ def generate_candidates(
     return results
 
 
-class ScriptedBackend:
+class BatchingBackend:
+    """A backend whose ``generate`` is its ``generate_many`` with one row."""
+
+    def generate(
+        self,
+        messages: Sequence[ChatMessage],
+        options: GenerationOptions | None = None,
+        on_token: TokenCallback | None = None,
+    ) -> Generation:
+        callback = (lambda _row, text: on_token(text)) if on_token else None
+        return self.generate_many(messages, 1, options, callback)[0]
+
+    def generate_many(
+        self,
+        messages: Sequence[ChatMessage],
+        n: int,
+        options: GenerationOptions | None = None,
+        on_token: RowTokenCallback | None = None,
+    ) -> list[Generation]:
+        raise NotImplementedError
+
+
+class ScriptedBackend(BatchingBackend):
     """A backend that replies with prepared completions, in order.
 
     ``replies`` is a list of strings, or a function from the messages to a string. Each reply
@@ -138,15 +160,6 @@ class ScriptedBackend:
         self._callable = callable(replies)
         self.calls: list[list[ChatMessage]] = []
         self.batch_sizes: list[int] = []
-
-    def generate(
-        self,
-        messages: Sequence[ChatMessage],
-        options: GenerationOptions | None = None,
-        on_token: TokenCallback | None = None,
-    ) -> Generation:
-        callback = (lambda _row, text: on_token(text)) if on_token else None
-        return self.generate_many(messages, 1, options, callback)[0]
 
     def generate_many(
         self,

@@ -24,7 +24,7 @@ from typing import Any
 from ..errors import ModelLoadError
 from . import presets
 from .adapters import check_base, conditioned, read_adapter
-from .base import ChatMessage, Generation, GenerationOptions, RowTokenCallback, TokenCallback
+from .base import BatchingBackend, ChatMessage, Generation, GenerationOptions, RowTokenCallback
 
 log = logging.getLogger(__name__)
 
@@ -34,7 +34,7 @@ _CLOSED_FENCE = re.compile(r"```[^\n]*\n.*?^[ \t]*```", re.DOTALL | re.MULTILINE
 
 
 @dataclass
-class TransformersBackend:
+class TransformersBackend(BatchingBackend):
     """A causal language model from ``transformers``, loaded once and used for many turns.
 
     Two things make repeated questions cheap. Several programs for one prompt are drawn in ONE
@@ -69,15 +69,6 @@ class TransformersBackend:
 
     def _encode(self, text: str) -> list[int]:
         return list(self.tokenizer(text, add_special_tokens=False)["input_ids"])
-
-    def generate(
-        self,
-        messages: Sequence[ChatMessage],
-        options: GenerationOptions | None = None,
-        on_token: TokenCallback | None = None,
-    ) -> Generation:
-        callback = (lambda _row, text: on_token(text)) if on_token else None
-        return self.generate_many(messages, 1, options, callback)[0]
 
     def generate_many(
         self,

@@ -66,10 +66,8 @@ def check_samples(samples: int) -> int:
     if isinstance(samples, bool) or not isinstance(samples, int):
         raise SettingError(f"samples must be a whole number from 1 to {MAX_SAMPLES}, not {samples!r}.")
     if not 1 <= samples <= MAX_SAMPLES:
-        raise SettingError(
-            f"samples must be from 1 to {MAX_SAMPLES} (got {samples}): it is how many programs are "
-            "written and run per attempt; 5 is a good choice."
-        )
+        raise SettingError(f"samples must be a whole number from 1 to {MAX_SAMPLES} (programs written and run "
+                           f"per attempt), not {samples!r}.")
     return samples
 
 
@@ -96,15 +94,16 @@ def solve(
     most of them print wins (``session.vote``, ``session.agreement``). The question is done at
     the first round where a program works (and ``checker``, when given, accepts it); otherwise
     a failure is fed back and the next round repairs it, up to ``max_attempts`` rounds.
+
     ``limits`` sets the time and output each program may take (a private pool is started with
-    them when no ``executor`` is given). ``variables`` are copied into the child kernel and
-    described in the prompt, and a program
-    that replaces one of them with invented data is refused before it runs; of ``namespace``
-    (e.g. a notebook's globals) only the names a program actually uses are copied in. Every
-    program is appended to ``trace`` (a JSONL path) when given. ``prompt_style`` picks the
-    worked examples (:data:`pal_jupyter.engine.prompts.PROMPT_STYLES`; default: the backend's own
-    ``prompt_style`` when it has one, as a fine-tuned adapter does, else the measured default); ``guard_data=False`` runs
-    programs that overwrite ``variables`` too (only the benchmark does that, to measure the guard).
+    them when no ``executor`` is given). ``variables`` are copied into the child kernels and
+    described in the prompt, and a program that replaces one of them with invented data is
+    refused before it runs (``guard_data=False`` runs it anyway: the benchmark measures the guard
+    that way); of ``namespace`` (e.g. a notebook's globals) only the names a program actually
+    uses are copied in. Every program is appended to ``trace`` (a JSONL path) when given.
+    ``prompt_style`` picks the worked examples (:data:`pal_jupyter.engine.prompts.PROMPT_STYLES`);
+    by default the backend's own ``prompt_style`` (a fine-tuned adapter is asked the way it was
+    trained), else the measured default.
     """
     question = (question or "").strip()
     if not question:

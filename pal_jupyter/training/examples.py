@@ -15,7 +15,6 @@ Two formats (see :mod:`pal_jupyter.backends.adapters`):
 
 from __future__ import annotations
 
-import json
 from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
@@ -23,6 +22,7 @@ from typing import Any
 
 from ..backends.adapters import BAD, FEEDBACK_BEGIN, FEEDBACK_END, GOOD
 from ..engine import prompts
+from ..engine.trace import read_trace
 from ..errors import PalError
 
 IGNORE = -100  # label of a token that carries no loss
@@ -72,17 +72,7 @@ def load_examples(paths: Iterable[str | Path]) -> tuple[list[Example], dict[str,
 def _records(path: Path) -> Iterable[dict[str, Any]]:
     if not path.is_file():
         raise PalError(f"No training data at {path}: give programs.jsonl from pal-jupyter collect, or a trace file.")
-    with path.open(encoding="utf-8", errors="replace") as handle:
-        for line in handle:
-            line = line.strip()
-            if not line:
-                continue
-            try:
-                record = json.loads(line)
-            except json.JSONDecodeError:
-                continue  # a torn line
-            if isinstance(record, dict):
-                yield record
+    return read_trace(path)  # the same JSONL reading (torn lines skipped) as every trace
 
 
 def _example(record: dict[str, Any]) -> Example | None:
