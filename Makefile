@@ -11,7 +11,7 @@ PYTEST_ARGS ?=
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.pal-jupyter-installed
 
-.PHONY: demo test test-fast bench browser-deps clean-venv
+.PHONY: demo test test-fast bench system-deps clean-venv
 
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -23,15 +23,18 @@ $(STAMP): pyproject.toml
 demo: $(STAMP)  ## answer a sample question end to end with the embedded default model
 	HF_HUB_OFFLINE=1 $(BIN)/pal-jupyter ask "$(QUESTION)"
 
-test: $(STAMP) browser-deps  ## the whole test suite: default-model and browser tests included
+test: $(STAMP) system-deps  ## the whole test suite: default-model, sandbox and browser tests included
 	HF_HUB_OFFLINE=1 $(BIN)/python -m pytest $(PYTEST_ARGS)
 
-# Browser tests drive Debian's chromium through Playwright (never `playwright install`).
-browser-deps:
-	@if [ -x /usr/bin/chromium ]; then :; \
+# Browser tests drive Debian's chromium through Playwright (never `playwright install`); the
+# sandbox is bubblewrap. Both come from Debian's packages, installed when missing and we are root.
+system-deps:
+	@missing=""; [ -x /usr/bin/chromium ] || missing="$$missing chromium"; \
+	command -v bwrap >/dev/null || missing="$$missing bubblewrap"; \
+	if [ -z "$$missing" ]; then :; \
 	elif [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null; then \
-		apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium; \
-	else echo "note: /usr/bin/chromium is missing (sudo apt-get install chromium); browser tests will be skipped"; fi
+		apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $$missing; \
+	else echo "note: missing$$missing (sudo apt-get install$$missing); those tests will be skipped"; fi
 
 test-fast: $(STAMP)  ## everything but the packaged model and the browser (real kernels and tiny models included)
 	HF_HUB_OFFLINE=1 $(BIN)/python -m pytest -m "not slow and not browser" $(PYTEST_ARGS)

@@ -37,7 +37,9 @@ class UserKernel:
 
     def child_kernels(self):
         parent = psutil.Process(self.km.provisioner.process.pid)
-        return [p for p in parent.children(recursive=True) if "pal_jupyter.kernels.launcher" in " ".join(p.cmdline())]
+        # In the sandbox a kernel is bwrap -> bwrap -> python, all with the launcher on their command line.
+        return [p for p in parent.children(recursive=True)
+                if "pal_jupyter.kernels.launcher" in " ".join(p.cmdline()) and p.name() != "bwrap"]
 
     def close(self):
         self.kc.stop_channels()

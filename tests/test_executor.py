@@ -20,6 +20,7 @@ import pytest
 from pal_jupyter.errors import KernelError
 from pal_jupyter.kernels.executor import ChildKernel, ExecutorLimits, KernelPool, sweep_leftovers
 from pal_jupyter.kernels import StopReason
+from sandboxing import require_sandbox
 
 LAUNCHER = "pal_jupyter.kernels.launcher"
 ANSI = "\x1b["
@@ -56,24 +57,33 @@ def no_leftover_kernels() -> Iterator[None]:
     assert _kernel_processes() == []
 
 
-@pytest.fixture(scope="module")
-def pool() -> Iterator[KernelPool]:
+def _level(request: pytest.FixtureRequest) -> str:
+    """The isolation level of a parametrized fixture; the sandbox needs bubblewrap here."""
+    level = request.param
+    if level == "sandbox":
+        require_sandbox()
+    return level
+
+
+@pytest.fixture(scope="module", params=["process", "sandbox"])
+def pool(request: pytest.FixtureRequest) -> Iterator[KernelPool]:
     """Default limits without warm imports: the quickest kernels to start."""
-    with KernelPool(ExecutorLimits(warm_imports=())) as p:
+    with KernelPool(ExecutorLimits(warm_imports=(), isolation=_level(request))) as p:
         yield p
 
 
-@pytest.fixture(scope="module")
-def warm_pool() -> Iterator[KernelPool]:
+@pytest.fixture(scope="module", params=["process", "sandbox"])
+def warm_pool(request: pytest.FixtureRequest) -> Iterator[KernelPool]:
     """Default limits: numpy/pandas/matplotlib imported before the program runs."""
-    with KernelPool() as p:
+    with KernelPool(ExecutorLimits(isolation=_level(request))) as p:
         yield p
 
 
-@pytest.fixture(scope="module")
-def strict_pool() -> Iterator[KernelPool]:
+@pytest.fixture(scope="module", params=["process", "sandbox"])
+def strict_pool(request: pytest.FixtureRequest) -> Iterator[KernelPool]:
     """Short timeout and output cap, no warm imports (faster start) for the limit tests."""
-    limits = ExecutorLimits(timeout_s=2.0, grace_s=1.0, max_output_bytes=50_000, warm_imports=())
+    limits = ExecutorLimits(timeout_s=2.0, grace_s=1.0, max_output_bytes=50_000, warm_imports=(),
+                            isolation=_level(request))
     with KernelPool(limits) as p:
         yield p
 
@@ -173,15 +183,17 @@ def test_env_cwd_and_parent_pid(pool: KernelPool) -> None:
     try:
         code = (
             "import os\nprint(repr(os.environ['CUDA_VISIBLE_DEVICES']))\n"
-            "print(os.getcwd())\nprint(os.environ['JPY_PARENT_PID'])"
+            "print(os.getcwd())\nprint(os.environ.get('JPY_PARENT_PID'))\nprint(sorted(os.listdir('.')))"
         )
         result = kernel.run(code)
-        cuda, cwd, parent = result.stdout.splitlines()
+        cuda, cwd, parent, listing = result.stdout.splitlines()
         assert cuda == "''"
-        assert os.path.basename(cwd).startswith("pal-kernel-")
-        assert os.path.realpath(cwd) == os.path.realpath(kernel.cwd)
-        assert os.listdir(cwd) == []  # the variables pickle is gone, no socket files here
-        assert int(parent) == os.getpid()
+        assert os.path.basename(cwd).startswith("pal-kernel-") and cwd == kernel.cwd
+        assert listing == "[]"  # the variables pickle is gone, no socket files here
+        if pool.isolation == "process":
+            assert int(parent) == os.getpid()  # ipykernel exits when we do
+        else:  # the pid namespace hides us; bwrap --die-with-parent ends the sandbox when we die
+            assert parent == "None"
     finally:
         kernel.shutdown()
     assert not os.path.exists(cwd)
@@ -260,13 +272,16 @@ def test_cpu_limit_kills_kernel() -> None:
     assert result.duration_s < 5
 
 
-def test_kernels_exit_when_parent_is_killed(tmp_path: Path) -> None:
+@pytest.mark.parametrize("level", ["process", "sandbox"])
+def test_kernels_exit_when_parent_is_killed(tmp_path: Path, level: str) -> None:
+    if level == "sandbox":
+        require_sandbox()
     # The parent holds an acquired kernel and is starting its replacement when it is killed.
     script = textwrap.dedent(
-        """
+        f"""
         import time
         from pal_jupyter.kernels import ExecutorLimits, KernelPool
-        pool = KernelPool(ExecutorLimits(warm_imports=()), warm=1)
+        pool = KernelPool(ExecutorLimits(warm_imports=(), isolation={level!r}), warm=1)
         kernel = pool.acquire()
         time.sleep(0.3)
         print(kernel.pid, flush=True)
@@ -280,8 +295,9 @@ def test_kernels_exit_when_parent_is_killed(tmp_path: Path) -> None:
     )
     try:
         kernel_pid = int(parent.stdout.readline())  # type: ignore[union-attr]
+        launched = [p.pid for p in psutil.Process(parent.pid).children()]
+        assert kernel_pid in launched and len(launched) == 2  # acquired + replacement (bwrap, in a sandbox)
         kernels = [p.pid for p in psutil.Process(parent.pid).children(recursive=True)]
-        assert kernel_pid in kernels and len(kernels) == 2  # acquired + replacement
         os.kill(parent.pid, signal.SIGKILL)
         parent.wait(timeout=5)
         deadline = time.monotonic() + 5
@@ -324,11 +340,13 @@ def test_pool_acquire_from_thread_and_close_is_idempotent() -> None:
 
 def test_kernel_that_cannot_start_raises_kernel_error() -> None:
     # A broken interpreter setup: the kernel exits at once; the error says so and shows why.
+    # (A sandbox would not let PYTHONHOME through: its environment is an allow-list.)
+    limits = ExecutorLimits(warm_imports=(), isolation="process")
     with pytest.raises(KernelError, match=r"(?s)exited during start-up.*Fatal Python error"):
-        ChildKernel(ExecutorLimits(warm_imports=()), extra_env={"PYTHONHOME": "/nope"})
+        ChildKernel(limits, extra_env={"PYTHONHOME": "/nope"})
     broken = {"PYTHONHOME": "/nonexistent"}
-    with KernelPool(ExecutorLimits(warm_imports=()), extra_env=broken) as pool:
-        with pytest.raises(KernelError):
+    with KernelPool(limits, extra_env=broken) as pool:
+        with pytest.raises(KernelError, match="exited during start-up"):
             pool.acquire()
 
 

@@ -53,8 +53,10 @@ def test_five_programs_in_one_batch_vote_and_the_winner_is_final(pool, tmp_path)
 
 
 def test_each_program_runs_in_its_own_fresh_kernel(pool):
-    # Each program checks for a name that every program defines after the check.
-    probe = "import os\nprint(os.getpid(), 'leak' if 'left_behind' in globals() else 'clean')\nleft_behind = 1"
+    # Each program checks for a name that every program defines after the check. The kernel's session
+    # id tells kernels apart (in the sandbox every kernel is pid 2 of its own pid namespace).
+    probe = ("print(get_ipython().kernel.session.session, 'leak' if 'left_behind' in globals() else 'clean')\n"
+             "left_behind = 1")
     model = ScriptedBackend([fenced(probe)] * 3)
     session = solve("Isolation?", model=model, executor=pool, samples=3)
     outputs = [a.execution.stdout.split() for a in session.attempts]

@@ -77,6 +77,11 @@ class TeacherPolicy(Configurable):
     allow_solutions = Bool(True, help="Whether full programs may be inserted or revealed.").tag(config=True)
     max_attempts = Int(3, min=1, help="Most attempts (repairs included) per question.").tag(config=True)
     model = Unicode("", help="Model students should use ('' = no preference).").tag(config=True)
+    isolation = Enum(["auto", "sandbox", "process"], "auto",
+                     help="Where programs run: 'sandbox' requires bubblewrap (a clear error where it cannot run); "
+                          "'auto' uses it where it works.").tag(config=True)
+    readable_paths = List(Unicode(), help="Files or folders every student's programs may read in the sandbox, "
+                                          "e.g. ['/srv/class/data']").tag(config=True)
     min_agreement = Float(0.6, min=0.0, max=1.0,
                           help="Tutor mode: the share of the tutor's own programs that must agree on an answer "
                                "before it gives hints towards it; below it, the tutor says it is not sure.").tag(config=True)
@@ -132,7 +137,8 @@ class TeacherPolicy(Configurable):
                              f"known settings: {', '.join(self.setting_names())}")
         return self._guard(proposal)
 
-    @validate("mode", "max_hint_level", "allow_solutions", "max_attempts", "model", "log_dir", "min_agreement")
+    @validate("mode", "max_hint_level", "allow_solutions", "max_attempts", "model", "log_dir", "min_agreement",
+              "isolation", "readable_paths")
     def _refuse_locked(self, proposal: Any) -> Any:
         return self._guard(proposal)
 

@@ -213,13 +213,20 @@ def cmd_bench(args: argparse.Namespace) -> int:
         trace = TraceWriter(args.trace) if args.trace else None
         results = []
         progress = tqdm(total=len(rows) * len(configs), desc="questions", unit="q")
-        for result in run_benchmark(rows, backend_for, pool, configs, max_attempts=settings.max_attempts,
-                                    check_answers=args.check_answers, generation=settings.generation(),
-                                    limits=settings.limits(), trace=trace):
-            results.append(result)
-            progress.update()
-            progress.set_postfix(_tally(results, configs))
+        try:
+            for result in run_benchmark(rows, backend_for, pool, configs, max_attempts=settings.max_attempts,
+                                        check_answers=args.check_answers, generation=settings.generation(),
+                                        limits=settings.limits(), trace=trace):
+                results.append(result)
+                progress.update()
+                progress.set_postfix(_tally(results, configs))
+        except KeyboardInterrupt:  # Ctrl-C keeps what was measured: the questions every config finished
+            results = results[:len(results) - len(results) % len(configs)]
+            print(f"\nInterrupted: reporting the {len(results) // len(configs)} questions that every "
+                  "config finished.", file=sys.stderr)
         progress.close()
+    if not results:
+        raise PalError("Interrupted before any question was finished: nothing to report.")
     summaries = []
     for config in configs:
         backend = backend_for(config)

@@ -150,6 +150,11 @@ OPTIONS: dict[str, Option] = {o.name: o for o in (
     Option("max_attempts", int, 3, "attempts per question, repairs included", flags=("-n",), low=1, high=10),
     Option("timeout", float, 30.0, "seconds a program may run", flags=("-t",), above=0, high=3600),
     Option("memory_gib", float, 2.0, "address-space limit of the program's kernel, in GiB", low=1.5, high=4096),
+    Option("isolation", str, "auto", "where programs run: sandbox (bubblewrap: no network, no files but their own), "
+           "process (a plain child process), or auto (the sandbox where it works)",
+           choices=("auto", "sandbox", "process")),
+    Option("readable", str, "", "files or folders a sandboxed program may read, comma-separated (e.g. the "
+           "folder of sales.csv); never the whole home", flags=("--read",)),
     Option("temperature", float, None, f"sampling temperature; none: greedy for one program, {SAMPLE_TEMPERATURE} "
            "for several", low=0, high=2, optional=True),
     Option("seed", int, None, "random seed for sampling", optional=True),
@@ -169,6 +174,8 @@ class Settings:
     max_attempts: int = OPTIONS["max_attempts"].default
     timeout: float = OPTIONS["timeout"].default
     memory_gib: float = OPTIONS["memory_gib"].default
+    isolation: str = OPTIONS["isolation"].default
+    readable: str = OPTIONS["readable"].default
     temperature: float | None = OPTIONS["temperature"].default
     seed: int | None = OPTIONS["seed"].default
     max_new_tokens: int = OPTIONS["max_new_tokens"].default
@@ -196,7 +203,12 @@ class Settings:
         return GenerationOptions(max_new_tokens=self.max_new_tokens, temperature=self.temperature, seed=self.seed)
 
     def limits(self) -> ExecutorLimits:
-        return ExecutorLimits(timeout_s=self.timeout, memory_bytes=int(self.memory_gib * GIB))
+        return ExecutorLimits(timeout_s=self.timeout, memory_bytes=int(self.memory_gib * GIB),
+                              isolation=self.isolation, readable_paths=self.readable_paths)
+
+    @property
+    def readable_paths(self) -> tuple[str, ...]:
+        return tuple(sorted({p.strip() for p in self.readable.split(",") if p.strip()}))
 
 
 def samples_argument(text: str) -> int:

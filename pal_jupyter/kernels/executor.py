@@ -36,7 +36,7 @@ import threading
 import time
 from collections import deque
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 from pathlib import Path
 from queue import Empty, Queue
 from typing import Any
@@ -48,6 +48,8 @@ from jupyter_client.kernelspec import KernelSpec
 
 from ..errors import KernelError, SettingError, VariableError
 from .results import ErrorInfo, ExecutionResult, StopReason
+from . import cgroups
+from .sandbox import bwrap_command, resolve_level
 from .tracebacks import PROGRAM_FILENAME, crash_trace, make_error_info, strip_ansi
 
 logger = logging.getLogger(__name__)
@@ -74,11 +76,16 @@ class ExecutorLimits:
     cpu_seconds: int = 300  # RLIMIT_CPU of the kernel process (0 = no limit)
     warm_imports: tuple[str, ...] = ("numpy", "pandas", "matplotlib", "matplotlib.pyplot")
     startup_timeout_s: float = 60.0  # kernel start + warm imports, else KernelError
+    isolation: str = "auto"  # "sandbox" (bubblewrap), "process", or "auto": the sandbox where it works
+    readable_paths: tuple[str, ...] = ()  # host files or folders a sandboxed program may read
+    max_file_bytes: int = 256 * 1024**2  # RLIMIT_FSIZE: the largest file a program may write
+    max_open_files: int = 1024  # RLIMIT_NOFILE
+    max_processes: int = 256  # RLIMIT_NPROC in a sandbox (per user namespace); for root, a pids cgroup
 
     def same_kernels(self, other: ExecutorLimits) -> bool:
         """Whether kernels started for ``other`` serve these limits too (only per-run limits differ)."""
-        kernel_level = ("memory_bytes", "cpu_seconds", "warm_imports", "startup_timeout_s")
-        return all(getattr(self, name) == getattr(other, name) for name in kernel_level)
+        per_run = {"timeout_s", "grace_s", "max_output_bytes"}
+        return all(getattr(self, f.name) == getattr(other, f.name) for f in fields(self) if f.name not in per_run)
 
     def __post_init__(self) -> None:
         if self.memory_bytes and self.memory_bytes < MIN_MEMORY_BYTES:
@@ -112,16 +119,25 @@ class _LimitedKernelManager(KernelManager):
         return self._pal_spec
 
 
-def _kernel_spec(limits: ExecutorLimits) -> KernelSpec:
+def _kernel_spec(limits: ExecutorLimits, isolation: str, workdir: str, runtime_dir: str,
+                 env: Mapping[str, str], cgroup: str | None = None) -> KernelSpec:
     argv = [
         sys.executable, "-m", "pal_jupyter.kernels.launcher",
         "--memory-bytes", str(limits.memory_bytes),
         "--cpu-seconds", str(limits.cpu_seconds),
+        "--file-bytes", str(limits.max_file_bytes),
+        "--open-files", str(limits.max_open_files),
+        "--processes", str(limits.max_processes if isolation == "sandbox" else 0),
         "-f", "{connection_file}",
     ]  # fmt: skip
-    return KernelSpec(
-        argv=argv, display_name="pal child kernel", language="python", interrupt_mode="signal"
-    )
+    if isolation == "sandbox":
+        argv = bwrap_command(argv, workdir=workdir, runtime_dir=runtime_dir, env=env, readable=limits.readable_paths)
+    if cgroup is not None:  # root, exempt from RLIMIT_NPROC: a pids cgroup caps the processes instead
+        argv = cgroups.join_command(cgroup, argv)
+    # A sandboxed kernel sits in its own session and pid namespace, out of reach of our signals:
+    # interrupts go as messages on the control channel, which ipykernel turns into SIGINT inside.
+    interrupt = "message" if isolation == "sandbox" else "signal"
+    return KernelSpec(argv=argv, display_name="pal child kernel", language="python", interrupt_mode=interrupt)
 
 
 def _kernel_env(extra_env: Mapping[str, str] | None, runtime_dir: str) -> dict[str, str]:
@@ -307,6 +323,47 @@ def _describe_exit(code: int | None, limits: ExecutorLimits) -> str:
     return f"{base}: the program ended the process (e.g. os._exit) or it crashed."
 
 
+def _children_by_parent() -> dict[int, list[int]]:
+    """Every process's children, from /proc (Linux; elsewhere nothing is found)."""
+    children: dict[int, list[int]] = {}
+    try:
+        entries = os.listdir("/proc")
+    except OSError:
+        return children
+    for entry in entries:
+        if not entry.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry}/stat", "rb") as handle:
+                stat = handle.read().decode(errors="replace")
+        except OSError:
+            continue
+        ppid = int(stat.rsplit(")", 1)[1].split()[1])  # the command may hold spaces and ")"
+        children.setdefault(ppid, []).append(int(entry))
+    return children
+
+
+def _kill_descendants(pid: int | None, rounds: int = 5) -> None:
+    """SIGKILL every descendant of ``pid`` (not ``pid`` itself), again while new ones appear."""
+    if not pid:
+        return
+    for _ in range(rounds):
+        children = _children_by_parent()
+        found, todo = [], list(children.get(pid, []))
+        while todo:
+            child = todo.pop()
+            found.append(child)
+            todo.extend(children.get(child, []))
+        if not found:
+            return
+        for child in found:
+            try:
+                os.kill(child, signal.SIGKILL)
+            except (ProcessLookupError, PermissionError):
+                pass
+        time.sleep(0.02)
+
+
 class ChildKernel:
     """One started kernel (KernelManager + BlockingKernelClient). Used once per program.
 
@@ -317,9 +374,11 @@ class ChildKernel:
     """
 
     def __init__(
-        self, limits: ExecutorLimits | None = None, extra_env: Mapping[str, str] | None = None
+        self, limits: ExecutorLimits | None = None, extra_env: Mapping[str, str] | None = None,
+        isolation: str | None = None,
     ) -> None:
         self.limits = limits or ExecutorLimits()
+        self.isolation = resolve_level(isolation or self.limits.isolation)  # "sandbox" or "process"
         self._active = self.limits  # the limits of the run in progress
         # Both folders carry our pid, so that a later start can sweep what a killed owner left.
         self.cwd = tempfile.mkdtemp(prefix=f"pal-kernel-{os.getpid()}-")
@@ -327,13 +386,17 @@ class ChildKernel:
         self._lock = threading.Lock()
         self._closed = False
         self._exit_code: int | None = None
+        self._env = _kernel_env(extra_env, self.runtime_dir)
+        self.cgroup = cgroups.pids_cgroup(f"k-{os.getpid()}-{os.path.basename(self.runtime_dir)}",
+                                          self.limits.max_processes)
         self._km = _LimitedKernelManager(
-            spec=_kernel_spec(self.limits), transport="ipc", ip=os.path.join(self.runtime_dir, "k"),
+            spec=_kernel_spec(self.limits, self.isolation, self.cwd, self.runtime_dir, self._env, self.cgroup),
+            transport="ipc", ip=os.path.join(self.runtime_dir, "k"),
             connection_file=os.path.join(self.runtime_dir, "connection.json"),
         )
         self._kc: BlockingKernelClient | None = None
         try:
-            self._start(extra_env)
+            self._start()
         except KernelError:
             self.shutdown()
             raise
@@ -346,14 +409,16 @@ class ChildKernel:
 
     # -- lifecycle ---------------------------------------------------------------------------
 
-    def _start(self, extra_env: Mapping[str, str] | None) -> None:
+    def _start(self) -> None:
         deadline = time.monotonic() + self.limits.startup_timeout_s
         started = time.monotonic()
         # The kernel's own stdout/stderr (start-up tracebacks, ipykernel warnings) go to a log
         # file, so a start-up failure can say why; the program's output travels over iopub.
         self._log_path = os.path.join(self.runtime_dir, "kernel.log")
-        with open(self._log_path, "wb") as log:
-            self._km.start_kernel(env=_kernel_env(extra_env, self.runtime_dir), cwd=self.cwd, stdout=log, stderr=log)
+        if self.isolation == "sandbox":
+            self._launch_from_keeper_thread()
+        else:
+            self._launch()
         provisioner = self._km.provisioner
         self._proc = provisioner.process  # type: ignore[union-attr]
         self._pgid: int | None = provisioner.pgid  # type: ignore[union-attr]
@@ -369,6 +434,39 @@ class ChildKernel:
         if reply.get("status") != "ok":
             logger.warning("kernel setup reported %s: %s", reply.get("status"), reply.get("evalue"))
         logger.debug("kernel %s ready in %.2f s", self.pid, time.monotonic() - started)
+
+    def _launch(self) -> None:
+        with open(self._log_path, "wb") as log:
+            # A sandboxed kernel's working folder exists only inside its sandbox (in memory).
+            cwd = self.cwd if self.isolation == "process" else self.runtime_dir
+            self._km.start_kernel(env=self._env, cwd=cwd, stdout=log, stderr=log)
+
+    def _launch_from_keeper_thread(self) -> None:
+        """Start bwrap from a thread that lives as long as the kernel.
+
+        ``bwrap --die-with-parent`` ends the sandbox when the *thread* that started it ends
+        (that is how PR_SET_PDEATHSIG works), and kernels are started from short-lived pool
+        threads. A keeper thread per kernel waits until the kernel is shut down, so the sandbox
+        dies with this process, and not before.
+        """
+        launched = threading.Event()
+        failure: list[BaseException] = []
+
+        def keep() -> None:
+            try:
+                self._launch()
+            except BaseException as exc:  # re-raised in the starting thread
+                failure.append(exc)
+            finally:
+                launched.set()
+            if not failure:
+                self._shut.wait()
+
+        self._shut = threading.Event()
+        threading.Thread(target=keep, name="pal-sandbox-keeper", daemon=True).start()
+        launched.wait()
+        if failure:
+            raise failure[0]
 
     def _startup_failure(self, detail: str) -> str:
         code = self._proc.poll()
@@ -402,7 +500,10 @@ class ChildKernel:
             return False
         alive = bool(self._km.is_alive())
         if not alive and self._exit_code is None:
-            self._exit_code = self._proc.poll()
+            code = self._proc.poll()
+            if self.isolation == "sandbox" and code is not None and code > 128:
+                code = -(code - 128)  # bwrap reports a signal that ended the kernel as 128 + signal
+            self._exit_code = code
         return alive
 
     def shutdown(self) -> None:
@@ -413,14 +514,21 @@ class ChildKernel:
             self._closed = True
         if self._kc is not None:
             self._kc.stop_channels()
+        # What the program started, first: detached processes are re-parented to the kernel (the
+        # launcher makes it their subreaper) only while it lives.
+        _kill_descendants(getattr(self, "pid", None))
         try:
             # now=True: SIGINT then SIGKILL to the process group, wait, remove connection/ipc files.
             self._km.shutdown_kernel(now=True)
         except Exception:
             logger.exception("shutdown_kernel failed; killing the process group directly")
         self._reap()
+        shut = getattr(self, "_shut", None)
+        if shut is not None:
+            shut.set()  # the keeper thread of a sandbox may end now
         shutil.rmtree(self.cwd, ignore_errors=True)
         shutil.rmtree(self.runtime_dir, ignore_errors=True)
+        cgroups.remove(getattr(self, "cgroup", None))
 
     def _reap(self) -> None:
         """Make sure no process of the kernel's group survives and the kernel is not a zombie."""
@@ -468,8 +576,9 @@ class ChildKernel:
                 return dict(reply["content"])
 
     def _load_variables(self, blobs: Mapping[str, bytes]) -> None:
-        """Hand pickled variables over through a file in the kernel's cwd (then delete it)."""
-        path = os.path.join(self.cwd, VARIABLES_FILE)
+        """Hand pickled variables over through a file in the kernel's runtime folder (then delete it):
+        the one host folder a sandboxed kernel can read."""
+        path = os.path.join(self.runtime_dir, VARIABLES_FILE)
         try:
             with open(path, "wb") as f:
                 cloudpickle.dump(blobs, f)
@@ -660,6 +769,7 @@ def sweep_leftovers(root: str | None = None) -> list[str]:
             removed.append(path)
     if removed:
         logger.info("removed %d folder(s) left by pal-jupyter processes that are gone", len(removed))
+    cgroups.sweep(_pid_alive)
     return removed
 
 
@@ -691,6 +801,7 @@ class KernelPool:
         if warm < 0:
             raise ValueError("warm must be >= 0")
         self.limits = limits or ExecutorLimits()
+        self.isolation = resolve_level(self.limits.isolation)  # once per pool: a sandbox probe is a process
         self.warm = warm
         self.extra_env = dict(extra_env or {})
         self._cond = threading.Condition(threading.Lock())
@@ -720,7 +831,7 @@ class KernelPool:
         kernel: ChildKernel | None = None
         error: KernelError | None = None
         try:
-            kernel = ChildKernel(self.limits, self.extra_env)
+            kernel = ChildKernel(self.limits, self.extra_env, self.isolation)
         except KernelError as exc:
             error = exc
         except Exception as exc:  # never let a starter thread die silently

@@ -35,6 +35,9 @@ def _parse_args(argv: list[str]) -> tuple[argparse.Namespace, list[str]]:
     parser = argparse.ArgumentParser(prog="pal_jupyter.kernels.launcher", add_help=False)
     parser.add_argument("--memory-bytes", type=int, default=0, help="RLIMIT_AS; 0 = no limit")
     parser.add_argument("--cpu-seconds", type=int, default=0, help="RLIMIT_CPU; 0 = no limit")
+    parser.add_argument("--file-bytes", type=int, default=0, help="RLIMIT_FSIZE; 0 = no limit")
+    parser.add_argument("--open-files", type=int, default=0, help="RLIMIT_NOFILE; 0 = no limit")
+    parser.add_argument("--processes", type=int, default=0, help="RLIMIT_NPROC; 0 = no limit")
     # Everything else (-f CONNECTION_FILE, ...) is ipykernel's.
     return parser.parse_known_args(argv)
 
@@ -47,12 +50,24 @@ def _set_limit(which: int, soft: int, hard: int) -> None:
     resource.setrlimit(which, (soft, hard))
 
 
-def apply_limits(memory_bytes: int, cpu_seconds: int) -> None:
-    """Set the address-space and CPU-time limits of the current process."""
+def apply_limits(memory_bytes: int, cpu_seconds: int, file_bytes: int = 0, open_files: int = 0,
+                 processes: int = 0) -> None:
+    """Set the resource limits of the current process (0 leaves one as it is).
+
+    RLIMIT_NPROC counts every process and thread of the user, so it is only set in a sandbox,
+    whose user namespace has a count of its own (Linux 5.14+); root is exempt from it anyway,
+    and there the pid namespace and the timeout bound a fork bomb.
+    """
     if memory_bytes > 0:
         _set_limit(resource.RLIMIT_AS, memory_bytes, memory_bytes)
     if cpu_seconds > 0:
         _set_limit(resource.RLIMIT_CPU, cpu_seconds, cpu_seconds + CPU_HARD_MARGIN_S)
+    if file_bytes > 0:
+        _set_limit(resource.RLIMIT_FSIZE, file_bytes, file_bytes)
+    if open_files > 0:
+        _set_limit(resource.RLIMIT_NOFILE, open_files, open_files)
+    if processes > 0:
+        _set_limit(resource.RLIMIT_NPROC, processes, processes)
 
 
 def enable_crash_traces() -> None:
@@ -70,6 +85,24 @@ def enable_crash_traces() -> None:
 _CRASH_LOG: IO[str] | None = None  # kept referenced so the duplicated fd stays open
 
 
+def adopt_orphans() -> None:
+    """Make the kernel the "subreaper" of everything the program starts (Linux).
+
+    A process that detaches itself (a double fork, ``start_new_session=True``) is then re-parented
+    to the kernel instead of to init, so the executor finds it among the kernel's descendants and
+    ends it with the kernel: nothing a program started outlives it, sandbox or not.
+    """
+    if not sys.platform.startswith("linux"):
+        return
+    import ctypes
+
+    PR_SET_CHILD_SUBREAPER = 36
+    try:
+        ctypes.CDLL(None, use_errno=True).prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0)
+    except (OSError, AttributeError):  # no prctl: the process group still covers the common case
+        pass
+
+
 def _plain_kernel_app() -> type:
     from ipykernel.kernelapp import IPKernelApp
 
@@ -84,8 +117,9 @@ def _plain_kernel_app() -> type:
 
 def main(argv: list[str] | None = None) -> None:
     args, kernel_argv = _parse_args(sys.argv[1:] if argv is None else argv)
-    apply_limits(args.memory_bytes, args.cpu_seconds)
+    apply_limits(args.memory_bytes, args.cpu_seconds, args.file_bytes, args.open_files, args.processes)
     enable_crash_traces()
+    adopt_orphans()
     _plain_kernel_app().launch_instance(argv=kernel_argv)
 
 

@@ -31,7 +31,8 @@ from .runtime import NotebookRuntime
 log = logging.getLogger(__name__)
 
 CHILD_KERNEL_VARIABLE = "PAL_JUPYTER_CHILD_KERNEL"  # set in every child kernel's environment
-CELL_OPTIONS = ("model", "adapter", "samples", "max_attempts", "timeout", "temperature", "seed")  # per-cell flags
+CELL_OPTIONS = ("model", "adapter", "samples", "max_attempts", "timeout", "temperature", "seed",
+                "isolation", "readable")  # per-cell flags
 
 
 def option_arguments(*names: str) -> Callable[[Any], Any]:
@@ -59,6 +60,8 @@ class PalMagics(Magics):
     max_attempts = OPTIONS["max_attempts"].trait()
     timeout = OPTIONS["timeout"].trait()
     memory_gib = OPTIONS["memory_gib"].trait()
+    isolation = OPTIONS["isolation"].trait()
+    readable = OPTIONS["readable"].trait()
     temperature = OPTIONS["temperature"].trait()
     seed = OPTIONS["seed"].trait()
     max_new_tokens = OPTIONS["max_new_tokens"].trait()

@@ -73,7 +73,10 @@ class NotebookRuntime:
     def start(self) -> None:
         """Greet the frontend extension, warm a kernel, optionally preload the model."""
         self.link.open()
-        self.pool(self.settings())
+        try:
+            self.pool(self.settings())
+        except PalError as exc:  # e.g. a required sandbox that cannot run: said again, in one line, per cell
+            log.warning("No warm kernel: %s", exc)
         if self.defaults.preload:
             threading.Thread(target=self._preload, name="pal-preload", daemon=True).start()
 
@@ -126,16 +129,23 @@ class NotebookRuntime:
             values["model"] = self.policy.model
         if self.policy.origin("max_attempts") == "config":
             values["max_attempts"] = self.policy.max_attempts
+        if self.policy.origin("isolation") == "config":
+            values["isolation"] = self.policy.isolation
+        if self.policy.readable_paths:
+            values["readable"] = ",".join([*self.policy.readable_paths, values["readable"]])
         return Settings(**values)
 
     def resolve(self, args: Any, question: str) -> Request:
         """A cell's options, checked against the policy and merged with the defaults."""
         mode = self._mode(args)
         given = {name: getattr(args, name, None) for name in OPTIONS}
-        for name in ("model", "max_attempts"):
+        for name in ("model", "max_attempts", "isolation"):
             if given[name] is not None:
                 given[name] = self._allowed(name, given[name])
-        settings = self.settings().updated(given)
+        defaults = self.settings()
+        if given.get("readable"):  # a cell's readable paths add to the teacher's
+            given["readable"] = ",".join(p for p in (defaults.readable, given["readable"]) if p)
+        settings = defaults.updated(given)
         if mode == "tutor" and settings.samples < TUTOR_MIN_SAMPLES:
             settings = settings.updated({"samples": TUTOR_MIN_SAMPLES})
         user = self.shell.user_ns
