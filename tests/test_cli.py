@@ -2,8 +2,10 @@
 
 import json
 import os
+import signal
 import subprocess
 import sys
+import time
 
 import psutil
 import pytest
@@ -183,6 +185,27 @@ def test_bench_command_compares_settings_side_by_side(tiny_model_dir, tmp_path):
     assert [r["config"]["samples"] for r in report["results"]] == [1, 2]
     assert out.with_suffix(".png").stat().st_size > 1000  # the calibration plot
     assert "maj@k" in result.stdout and "tok/s" in result.stdout and "calibration k=2" in result.stdout
+
+
+def test_an_interrupted_bench_reports_the_questions_every_config_finished(tiny_model_dir, tmp_path):
+    data = tmp_path / "d.jsonl"
+    data.write_text("".join(json.dumps({"question": f"What is {n}+{n}?", "answer": f"#### {2 * n}"}) + "\n"
+                            for n in range(200)))
+    out, trace = tmp_path / "report.json", tmp_path / "trace.jsonl"
+    bench = subprocess.Popen([sys.executable, "-m", "pal_jupyter.cli", "bench", "--data", str(data), "--model",
+                              str(tiny_model_dir), "--max-new-tokens", "8", "--max-attempts", "1", "--samples", "1,2",
+                              "--trace", str(trace), "--out", str(out)],
+                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    deadline = time.monotonic() + 240
+    while (not trace.exists() or trace.read_text().count("\n") < 7) and time.monotonic() < deadline:
+        time.sleep(0.2)  # 7 programs: at least two questions under both configs
+    bench.send_signal(signal.SIGINT)
+    stdout, stderr = bench.communicate(timeout=120)
+    assert bench.returncode == 0, stderr
+    report = json.loads(out.read_text())
+    finished = report["summaries"][0]["questions"]
+    assert 2 <= finished < 200 and report["summaries"][1]["questions"] == finished
+    assert f"Interrupted: reporting the {finished} questions" in stderr
 
 
 @pytest.mark.parametrize("value", ["0", "-1", "abc", "1000"])
