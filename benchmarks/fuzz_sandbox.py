@@ -11,7 +11,8 @@ candidates of one question do. Printed at the end:
 
 * runs, and how they ended (ok, error, timeout, died, output limit);
 * kernel deaths handled (the pool went on);
-* hangs past the timeout plus the grace period (must be 0);
+* hangs: runs still going 5 s after the timeout plus the grace period, the time allowed to kill
+  and reap a kernel (must be 0), and the slowest run;
 * files left behind in the temp folder, the canary folder and the current folder (must be 0);
 * harms to the "user's kernel", this process: its canary file and environment changed, a
   process left running (must be 0).
@@ -33,6 +34,7 @@ from pal_jupyter.kernels import ExecutorLimits, KernelPool
 from pal_jupyter.kernels.executor import _children_by_parent
 
 TIMEOUT_S, GRACE_S = 3.0, 2.0
+KILL_S = 5.0  # after timeout + grace: SIGKILL, reap, report
 
 DESTRUCTIVE = [
     "import shutil, os\nshutil.rmtree(os.path.expanduser('~'), ignore_errors=True)",
@@ -127,7 +129,7 @@ def main() -> None:
                 outcomes[result.reason.value if hasattr(result, "reason") else "kernel_error"] += 1
                 duration = getattr(result, "duration_s", 0.0)
                 slowest = max(slowest, duration)
-                hangs += duration > TIMEOUT_S + GRACE_S + 5
+                hangs += duration > TIMEOUT_S + GRACE_S + KILL_S
             done += len(batch)
             if done % 100 == 0:
                 print(f"{done} programs, {time.perf_counter() - started:.0f} s, last batch {batch_seconds:.1f} s, "
@@ -145,7 +147,7 @@ def main() -> None:
         harms.append(f"{len(alive)} process(es) left: {alive}")
     print(f"isolation {isolation}: {args.programs} programs in {time.perf_counter() - started:.0f} s")
     print(f"outcomes: {dict(outcomes)}")
-    print(f"kernel deaths handled: {outcomes['died']}; hangs past timeout + grace: {hangs} "
+    print(f"kernel deaths handled: {outcomes['died']}; hangs past timeout + grace + {KILL_S:.0f} s: {hangs} "
           f"(slowest run {slowest:.1f} s, limit {TIMEOUT_S + GRACE_S:.0f} s)")
     print(f"files left behind: {len(temp_left)} in {tempfile.gettempdir()} {temp_left[:5]}, "
           f"{len(leftovers(Path('.'), cwd_before))} here")

@@ -27,6 +27,10 @@ class ModelLoadError(PalError):
     """A model could not be found, assembled, or loaded."""
 
 
+class ModelServerError(ModelLoadError):
+    """A model server (openai:MODEL@URL) is down, busy, slow, refused the key or cut a reply off."""
+
+
 class NoCodeError(PalError):
     """The model's reply contained no Python code."""
 

@@ -2,7 +2,7 @@
 
 ``base`` (protocol, generation options, scripted replies) <- ``huggingface`` (transformers) <-
 ``registry`` (load by name, the loaded-model cache). ``presets`` assembles the offline weights.
-A backend for a shared model server would sit beside ``huggingface``.
+``server`` talks to a shared model server (any OpenAI-compatible endpoint, e.g. vLLM).
 """
 
 from .base import (
@@ -15,9 +15,10 @@ from .base import (
     generate_candidates,
 )
 from .huggingface import TransformersBackend
+from .server import ServerBackend
 from .registry import clear_model_cache, load_model, register_model
 
 __all__ = [
     "SAMPLE_TEMPERATURE", "ChatMessage", "Generation", "GenerationOptions", "ModelBackend", "ScriptedBackend",
-    "TransformersBackend", "clear_model_cache", "generate_candidates", "load_model", "register_model",
+    "ServerBackend", "TransformersBackend", "clear_model_cache", "generate_candidates", "load_model", "register_model",
 ]

@@ -18,6 +18,10 @@ from typing import Protocol, runtime_checkable
 
 from ..errors import SettingError
 
+# A reply is done once its first fenced code block is closed: whatever a model adds after
+# the program is chatter we would throw away, and on a CPU every token costs ~0.3 s.
+CLOSED_FENCE = re.compile(r"```[^\n]*\n.*?^[ \t]*```", re.DOTALL | re.MULTILINE)
+
 ChatMessage = dict[str, str]  # {"role": "system" | "user" | "assistant", "content": str}
 TokenCallback = Callable[[str], None]
 RowTokenCallback = Callable[[int, str], None]  # (row of the batch, new text)

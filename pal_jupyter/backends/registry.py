@@ -12,9 +12,11 @@ from pathlib import Path
 
 from . import presets
 from .base import ModelBackend
+from ..errors import ModelLoadError
 from .huggingface import TransformersBackend, load_transformers, resolve_device, resolve_dtype
+from .server import ServerBackend, is_server_source
 
-_CACHE: dict[tuple[str, str, str, str], TransformersBackend] = {}
+_CACHE: dict[tuple[str, str, str, str], TransformersBackend | ServerBackend] = {}
 _CACHE_LOCK = threading.Lock()
 _REGISTERED: dict[str, ModelBackend] = {}
 
@@ -29,11 +31,21 @@ def register_model(name: str, backend: ModelBackend) -> None:
 
 
 def load_model(source: str = presets.DEFAULT_MODEL, *, device: str = "auto", dtype: str = "auto",
-               adapter: str = "") -> ModelBackend:
+               adapter: str = "", server_timeout: float = 60.0) -> ModelBackend:
     """Load (or reuse) a model. ``source``: registered name, preset, HF id, model directory or .gguf
-    file; ``BASE+ADAPTER_DIR`` (or ``adapter=``) puts a LoRA adapter from ``pal-jupyter train`` on top."""
+    file; ``BASE+ADAPTER_DIR`` (or ``adapter=``) puts a LoRA adapter from ``pal-jupyter train`` on top;
+    ``openai:MODEL@URL`` is a model on a server (``server_timeout``: the longest wait for its next token)."""
     if source in _REGISTERED:
         return _REGISTERED[source]
+    if is_server_source(source):
+        if adapter:
+            raise ModelLoadError("An adapter is loaded by the model server, not here: start vLLM with "
+                                 "--enable-lora --lora-modules NAME=ADAPTER_DIR and use --model openai:NAME@URL.")
+        with _CACHE_LOCK:
+            key = (source, "", "server", str(server_timeout))
+            if key not in _CACHE:
+                _CACHE[key] = ServerBackend.connect(source, timeout_s=server_timeout)
+            return _CACHE[key]
     source, adapter = split_adapter(source, adapter)
     device = resolve_device(device)
     dtype = resolve_dtype(dtype, device)

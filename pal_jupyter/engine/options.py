@@ -139,8 +139,8 @@ _OptionTrait = _make_trait_class()
 
 
 OPTIONS: dict[str, Option] = {o.name: o for o in (
-    Option("model", str, "default", "preset (default, lite), model directory, .gguf file or Hugging Face id",
-           flags=("-m",)),
+    Option("model", str, "default", "preset (default, lite), model directory, .gguf file, Hugging Face id, or "
+           "openai:MODEL@URL for a model server", flags=("-m",)),
     Option("adapter", str, "", "a LoRA adapter folder written by pal-jupyter train ('' = none)"),
     Option("device", str, "auto", "auto (the GPU when there is one), cpu, cuda, cuda:1 ..."),
     Option("dtype", str, "auto", "auto: bf16 on a GPU or a CPU with AMX/AVX512-BF16, else fp32",
@@ -159,6 +159,8 @@ OPTIONS: dict[str, Option] = {o.name: o for o in (
            "for several", low=0, high=2, optional=True),
     Option("seed", int, None, "random seed for sampling", optional=True),
     Option("max_new_tokens", int, 512, "most tokens the model may write per program", low=1, high=8192),
+    Option("server_timeout", float, 60.0, "seconds to wait for a model server's next token (openai: models)",
+           above=0, high=3600),
 )}
 
 
@@ -179,6 +181,7 @@ class Settings:
     temperature: float | None = OPTIONS["temperature"].default
     seed: int | None = OPTIONS["seed"].default
     max_new_tokens: int = OPTIONS["max_new_tokens"].default
+    server_timeout: float = OPTIONS["server_timeout"].default
 
     def __post_init__(self) -> None:
         for name in OPTIONS:

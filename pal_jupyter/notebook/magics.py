@@ -65,6 +65,7 @@ class PalMagics(Magics):
     temperature = OPTIONS["temperature"].trait()
     seed = OPTIONS["seed"].trait()
     max_new_tokens = OPTIONS["max_new_tokens"].trait()
+    server_timeout = OPTIONS["server_timeout"].trait()
     insert = Bool(True, help="Insert the winning program as a new cell below the %%pal cell.").tag(config=True)
     run_inserted = Bool(False, help="Run the inserted cell in your kernel (it has side effects).").tag(config=True)
     auto_variables = Bool(True, help="Copy in data variables that the question or program names.").tag(config=True)

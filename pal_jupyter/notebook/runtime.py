@@ -106,7 +106,8 @@ class NotebookRuntime:
             return self._pool
 
     def backend(self, settings: Settings) -> ModelBackend:
-        return load_model(settings.model, device=settings.device, dtype=settings.dtype, adapter=settings.adapter)
+        return load_model(settings.model, device=settings.device, dtype=settings.dtype, adapter=settings.adapter,
+                          server_timeout=settings.server_timeout)
 
     @property
     def classlog(self) -> ClassLog:
