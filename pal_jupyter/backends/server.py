@@ -117,7 +117,11 @@ class ServerBackend(BatchingBackend):
         if response.status_code == 404:  # some servers have no model list: the first question will tell
             return
         self._raise_for_status(response)
-        served = [m.get("id") for m in response.json().get("data", []) if isinstance(m, dict)]
+        try:
+            listing = response.json().get("data", [])
+        except (ValueError, AttributeError):  # not the usual list: the first question will tell
+            return
+        served = [m.get("id") for m in listing if isinstance(m, dict)]
         if served and self.model not in served:
             raise ModelServerError(
                 f"The model server at {self.base_url} does not serve a model named {self.model!r}; it serves "
