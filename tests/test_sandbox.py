@@ -13,6 +13,7 @@ import os
 import socket
 import subprocess
 import sys
+import tempfile
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -213,9 +214,13 @@ def test_readable_paths_are_read_only(tmp_path):
         code = ("import pandas as pd\nprint(pd.read_csv(path).units.sum())\n"
                 "try:\n    open(path, 'a').write('x')\nexcept OSError as e:\n    print(type(e).__name__)")
         assert run(pool, code, path=str(data / "sales.csv")) == "3\nOSError"
+    mine = f"pal-kernel-{os.getpid()}-", f"pal-ipc-{os.getpid()}-"
+    before = {n for n in os.listdir(tempfile.gettempdir()) if n.startswith(mine)}
     with pytest.raises(KernelError, match="Readable path"):
         with KernelPool(ExecutorLimits(warm_imports=(), isolation="sandbox", readable_paths=("/no/such",))) as pool:
             pool.acquire()
+    # The refused kernel leaves no folders behind.
+    assert {n for n in os.listdir(tempfile.gettempdir()) if n.startswith(mine)} == before
 
 
 def test_a_required_sandbox_that_cannot_run_is_a_clear_error(monkeypatch):

@@ -386,16 +386,17 @@ class ChildKernel:
         self._lock = threading.Lock()
         self._closed = False
         self._exit_code: int | None = None
+        self._shut = threading.Event()  # set at shutdown: a sandbox's keeper thread may end then
         self._env = _kernel_env(extra_env, self.runtime_dir)
         self.cgroup = cgroups.pids_cgroup(f"k-{os.getpid()}-{os.path.basename(self.runtime_dir)}",
                                           self.limits.max_processes)
-        self._km = _LimitedKernelManager(
-            spec=_kernel_spec(self.limits, self.isolation, self.cwd, self.runtime_dir, self._env, self.cgroup),
-            transport="ipc", ip=os.path.join(self.runtime_dir, "k"),
-            connection_file=os.path.join(self.runtime_dir, "connection.json"),
-        )
         self._kc: BlockingKernelClient | None = None
-        try:
+        try:  # from here on, a failure removes the folders and the cgroup made above
+            self._km = _LimitedKernelManager(
+                spec=_kernel_spec(self.limits, self.isolation, self.cwd, self.runtime_dir, self._env, self.cgroup),
+                transport="ipc", ip=os.path.join(self.runtime_dir, "k"),
+                connection_file=os.path.join(self.runtime_dir, "connection.json"),
+            )
             self._start()
         except KernelError:
             self.shutdown()
@@ -462,7 +463,6 @@ class ChildKernel:
             if not failure:
                 self._shut.wait()
 
-        self._shut = threading.Event()
         threading.Thread(target=keep, name="pal-sandbox-keeper", daemon=True).start()
         launched.wait()
         if failure:
@@ -519,16 +519,16 @@ class ChildKernel:
         _kill_descendants(getattr(self, "pid", None))
         try:
             # now=True: SIGINT then SIGKILL to the process group, wait, remove connection/ipc files.
-            self._km.shutdown_kernel(now=True)
+            km = getattr(self, "_km", None)  # absent when the kernel's command could not be built
+            if km is not None:
+                km.shutdown_kernel(now=True)
         except Exception:
             logger.exception("shutdown_kernel failed; killing the process group directly")
         self._reap()
-        shut = getattr(self, "_shut", None)
-        if shut is not None:
-            shut.set()  # the keeper thread of a sandbox may end now
+        self._shut.set()
         shutil.rmtree(self.cwd, ignore_errors=True)
         shutil.rmtree(self.runtime_dir, ignore_errors=True)
-        cgroups.remove(getattr(self, "cgroup", None))
+        cgroups.remove(self.cgroup)
 
     def _reap(self) -> None:
         """Make sure no process of the kernel's group survives and the kernel is not a zombie."""

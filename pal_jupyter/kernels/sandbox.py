@@ -24,6 +24,7 @@ folder, the one folder of the host the sandbox can write. ``readable`` paths (``
 
 from __future__ import annotations
 
+import functools
 import os
 import shutil
 import subprocess
@@ -55,10 +56,17 @@ def check_level(level: str) -> str:
 
 
 def bubblewrap_problem(bwrap: str | None = None) -> str | None:
-    """Why a bubblewrap sandbox cannot run here (None: it can). Runs ``bwrap ... true`` once."""
+    """Why a bubblewrap sandbox cannot run here (None: it can)."""
     bwrap = bwrap or shutil.which("bwrap")
     if bwrap is None:
         return "bubblewrap (bwrap) is not installed"
+    return _probe(bwrap)
+
+
+@functools.lru_cache(maxsize=None)
+def _probe(bwrap: str) -> str | None:
+    """Start one empty sandbox with ``bwrap``; what the machine allows does not change while we
+    run, so every kernel start after the first reuses the answer instead of starting a process."""
     probe = [bwrap, *_namespaces(), "--die-with-parent", "--new-session", "--ro-bind", "/", "/",
              "--proc", "/proc", "--dev", "/dev", "--", sys.executable, "-c", "pass"]
     try:
