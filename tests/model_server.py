@@ -10,6 +10,7 @@ each fault a shared server has is one ``mode``:
 ``slow``         headers at once, the first token after ``delay_s``
 ``cut``          a few words, then the connection is dropped in the middle of a chunked body
 ``ended``        a few words, then a clean end without ``finish_reason`` or ``[DONE]``
+``error``        a few words, then an error event in the stream (as vLLM sends when it fails mid-reply)
 
 A request for a model other than ``model`` gets vLLM's 404, and a wrong ``Authorization``
 header (when ``key`` is set) a 401. Every request body and header is kept in ``requests``.
@@ -121,6 +122,11 @@ def _handler(server: ModelServer) -> type[BaseHTTPRequestHandler]:
             if server.mode == "slow":
                 time.sleep(server.delay_s)
             for step in range(max(map(len, rows))):
+                if server.mode == "error" and step == 2:
+                    self._event({"error": {"message": "CUDA out of memory", "code": 500}})
+                    self._event(b"[DONE]")
+                    self._chunk(b"")
+                    return
                 if server.mode in ("cut", "ended") and step == 2:
                     if server.mode == "ended":
                         self._chunk(b"")  # a proper end of the body, but the reply is not finished

@@ -128,6 +128,13 @@ def test_a_reply_cut_off_mid_stream_returns_nothing(mode):
     assert streamed  # some words had arrived: they are shown, never returned as a program
 
 
+def test_an_error_in_the_middle_of_a_stream_is_passed_on_in_one_line():
+    with ModelServer([PROGRAM]) as server:
+        server.mode = "error"
+        with pytest.raises(ModelServerError, match=r"^The model server stopped with an error: CUDA out of memory$"):
+            backend(server).generate([{"role": "user", "content": "q"}])
+
+
 def test_server_sources_parse_and_read_the_environment(monkeypatch):
     from pal_jupyter.backends.server import parse_source
 
@@ -172,7 +179,8 @@ def test_a_pal_cell_through_a_server_answers_and_inserts_the_program():
             user.close()
     assert reply["status"] == "ok", text_of(outputs)
     final = [o for o in outputs if o["output_type"] == "update_display_data"][-1]["data"]
-    assert "Answer: 42" in final["text/plain"] and "2 of 2 programs, written independently, agree" in final["text/plain"]
+    assert "Answer: 42" in final["text/plain"]
+    assert "2 of 2 programs, written independently, agree" in final["text/plain"]
     inserted = [p for p in reply["payload"] if p["source"] == "set_next_input"]
     assert inserted and "print(6 * 7)" in inserted[0]["text"]
     assert [r["body"]["n"] for r in server.requests] == [2]

@@ -24,6 +24,7 @@ import logging
 import os
 import time
 from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -219,29 +220,24 @@ class ServerBackend(BatchingBackend):
         return self._with_retries(lambda: self.client.request(method, self.base_url + path,
                                                               headers=self._headers(), **kwargs))
 
-    def _open_stream(self, body: dict[str, Any]) -> Any:
+    @contextmanager
+    def _open_stream(self, body: dict[str, Any]) -> Iterator[Any]:
         """A streaming POST whose status is checked (and retried) before any token is read."""
-        from contextlib import contextmanager
-
-        @contextmanager
-        def opened() -> Iterator[Any]:
-            def attempt() -> Any:
-                request = self.client.build_request("POST", self.base_url + "/chat/completions",
-                                                    headers=self._headers(), json=body)
-                response = self.client.send(request, stream=True)
-                if response.status_code != 200:
-                    response.read()
-                    response.close()
-                return response
-
-            response = self._with_retries(attempt)
-            try:
-                self._raise_for_status(response)
-                yield response
-            finally:
+        def attempt() -> Any:
+            request = self.client.build_request("POST", self.base_url + "/chat/completions",
+                                                headers=self._headers(), json=body)
+            response = self.client.send(request, stream=True)
+            if response.status_code != 200:  # read the error body now: the response is closed next
+                response.read()
                 response.close()
+            return response
 
-        return opened()
+        response = self._with_retries(attempt)
+        try:
+            self._raise_for_status(response)
+            yield response
+        finally:
+            response.close()
 
     def _with_retries(self, send: Any) -> Any:
         import httpx
@@ -301,8 +297,7 @@ def _events(response: Any) -> Iterator[dict[str, Any]]:
             return
         chunk = json.loads(data)
         if isinstance(chunk, dict) and chunk.get("error"):
-            message = chunk["error"].get("message", chunk["error"]) if isinstance(chunk["error"], dict) else chunk["error"]
-            raise ModelServerError(f"The model server stopped with an error: {str(message)[:300]}")
+            raise ModelServerError(f"The model server stopped with an error: {_message(chunk['error'])}")
         yield chunk
 
 
@@ -316,9 +311,7 @@ def _retry_after(response: Any, default: float) -> float:
 def _error_detail(response: Any) -> str:
     try:
         body = response.json()
-        error = body.get("error", body) if isinstance(body, dict) else body
-        message = error.get("message", error) if isinstance(error, dict) else error
-        return str(message)[:300]
+        return _message(body.get("error", body) if isinstance(body, dict) else body)
     except (ValueError, AttributeError):
         return (response.text or "").strip()[:300] or response.reason_phrase
 
@@ -326,3 +319,8 @@ def _error_detail(response: Any) -> str:
 def _reason(exc: Exception) -> str:
     text = str(exc).lower()
     return "connection refused" if "refused" in text else (str(exc)[:120] or type(exc).__name__)
+
+
+def _message(error: Any) -> str:
+    """The text of an OpenAI-style error (``{"message": ...}`` or a bare value), kept short."""
+    return str(error.get("message", error) if isinstance(error, dict) else error)[:300]

@@ -32,7 +32,7 @@ log = logging.getLogger(__name__)
 
 CHILD_KERNEL_VARIABLE = "PAL_JUPYTER_CHILD_KERNEL"  # set in every child kernel's environment
 CELL_OPTIONS = ("model", "adapter", "samples", "max_attempts", "timeout", "temperature", "seed",
-                "isolation", "readable")  # per-cell flags
+                "isolation", "readable", "server_timeout")  # per-cell flags
 
 
 def option_arguments(*names: str) -> Callable[[Any], Any]:
