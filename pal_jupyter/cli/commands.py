@@ -160,7 +160,7 @@ def cmd_ask(args: argparse.Namespace) -> int:
     observer = ConsoleObserver(stream_tokens=not args.quiet)
     trace = None if args.no_trace else TraceWriter(args.trace or default_trace_path())
     with KernelPool(settings.limits()) as pool:  # the kernels warm up while the model loads
-        backend = _load(settings.model, settings.device, settings.dtype, settings.adapter, settings.server_timeout)
+        backend = _load(settings)
         session = solve(
             question, model=backend, executor=pool, max_attempts=settings.max_attempts, samples=settings.samples,
             generation=settings.generation(), limits=settings.limits(), trace=trace, observer=observer,
@@ -176,12 +176,15 @@ def _text_argument(text: str) -> str:
     return os.fsencode(text).decode("utf-8", errors="replace")
 
 
-def _load(model: str, device: str, dtype: str, adapter: str = "", server_timeout: float = 60.0) -> Any:
+def _load(settings: Settings, dtype: str | None = None) -> Any:
+    """The model the settings name (at ``dtype`` instead of theirs when given), saying what happens."""
+    model = settings.model
     if presets.find_preset(model) and not presets.is_prepared(model):
         print(f"First use of {model!r}: assembling and converting the model once into "
               f"{presets.cache_dir()} (about 1-2 minutes) ...", file=sys.stderr, flush=True)
     print(f"Loading model {model!r} ...", file=sys.stderr, flush=True)
-    backend = load_model(model, device=device, dtype=dtype, adapter=adapter, server_timeout=server_timeout)
+    backend = load_model(model, device=settings.device, dtype=dtype or settings.dtype, adapter=settings.adapter,
+                         server_timeout=settings.server_timeout)
     print(f"Model ready on {backend.device} ({backend.dtype}) in {backend.load_seconds:.1f} s", file=sys.stderr, flush=True)
     return backend
 
@@ -204,7 +207,7 @@ def cmd_bench(args: argparse.Namespace) -> int:
 
     def backend_for(config: Config) -> Any:
         if config.dtype not in loaded:
-            loaded[config.dtype] = _load(settings.model, settings.device, config.dtype, settings.adapter, settings.server_timeout)
+            loaded[config.dtype] = _load(settings, config.dtype)
         return loaded[config.dtype]
 
     for dtype in args.dtype:  # load up front: loading is not part of any question's time
@@ -270,7 +273,7 @@ def cmd_collect(args: argparse.Namespace) -> int:
                                  max_attempts=settings.max_attempts, temperature=settings.temperature,
                                  max_new_tokens=settings.max_new_tokens, timeout=settings.timeout)
     with KernelPool(settings.limits(), warm=settings.samples) as pool:
-        backend = _load(settings.model, settings.device, settings.dtype, settings.adapter, settings.server_timeout)
+        backend = _load(settings)
         bar = tqdm(total=len(rows), desc="questions", unit="q")
 
         def tally(stats: Any) -> None:
