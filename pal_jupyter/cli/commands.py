@@ -1,4 +1,4 @@
-"""The ``pal-jupyter`` command: ask, bench, collect, train, compare, leti, models, report."""
+"""The ``pal-jupyter`` command: ask, bench, collect, train, compare, leti, models, report, serve."""
 
 from __future__ import annotations
 
@@ -149,6 +149,22 @@ def build_parser() -> argparse.ArgumentParser:
     report.add_argument("logdir", help="folder of per-student JSONL class logs (TeacherPolicy.log_dir)")
     report.add_argument("--out", default="report.html", help="HTML file to write (default: report.html)")
     report.add_argument("--no-progress", action="store_true", help="no progress bar while reading logs")
+
+    serve = commands.add_parser("serve", help="serve a model to a whole class with vLLM (launches it; "
+                                              "students use --model openai:NAME@URL)")
+    serve.add_argument("--model", "-m", default=presets.DEFAULT_MODEL,
+                       help="preset (default, lite), converted model directory, or Hugging Face id")
+    serve.add_argument("--host", default="127.0.0.1", help="address to listen on (0.0.0.0: the whole network)")
+    serve.add_argument("--port", type=int, default=8000)
+    serve.add_argument("--public-host", default=None, help="the host name students reach the server by")
+    serve.add_argument("--vllm-python", default=None,
+                       help="a Python that has vLLM (default: $PAL_JUPYTER_VLLM_PYTHON, ./.venv-vllm, this one)")
+    serve.add_argument("--max-model-len", type=int, default=4096, help="tokens of prompt and reply together")
+    serve.add_argument("--dtype", default="bfloat16", help="vLLM's --dtype")
+    serve.add_argument("--kv-cache-gib", type=float, default=4.0,
+                       help="key/value cache of a CPU server, in GiB (a GPU server sizes its own)")
+    serve.add_argument("--print-command", action="store_true", help="print the command line and exit")
+    serve.add_argument("vllm_args", nargs=argparse.REMAINDER, help="after --: more arguments for vLLM")
     return parser
 
 
@@ -349,6 +365,31 @@ def cmd_report(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_serve(args: argparse.Namespace) -> int:
+    from ..classroom.serve import VllmServer, class_instructions, find_vllm_python, resolve_model
+
+    try:
+        python = find_vllm_python(args.vllm_python)
+    except PalError:
+        if not args.print_command:
+            raise
+        python = args.vllm_python or "python"  # a command to run elsewhere needs no vLLM here
+    extra = args.vllm_args[1:] if args.vllm_args[:1] == ["--"] else args.vllm_args
+    server = VllmServer(*resolve_model(args.model), python, host=args.host, port=args.port,
+                        max_model_len=args.max_model_len, dtype=args.dtype, kv_cache_gib=args.kv_cache_gib,
+                        extra_args=extra)
+    if args.print_command:
+        print(server.shell_command())
+        return 0
+    print(f"Starting vLLM (ready in a few minutes on a CPU):\n  {server.shell_command()}", file=sys.stderr, flush=True)
+    with server:
+        print(class_instructions(server, args.public_host))
+        print(f"Its log: {server.log_path}. Ctrl-C stops the server.", flush=True)
+        server.process.wait()
+    raise PalError(f"vLLM stopped by itself (exit code {server.process.returncode}). The end of its log "
+                   f"({server.log_path}):\n{server.log_tail()}")
+
+
 def main(argv: list[str] | None = None) -> int:
     """Run a command. Exit status: 0 done, 1 no working program (``ask``), 2 a usage problem or an
     expected failure (one line, no traceback), 130 interrupted, 70 an unexpected error (one line
@@ -356,7 +397,8 @@ def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     logging.basicConfig(level=logging.INFO if args.verbose else logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
     handler = {"ask": cmd_ask, "bench": cmd_bench, "collect": cmd_collect, "train": cmd_train,
-               "compare": cmd_compare, "leti": cmd_leti, "models": cmd_models, "report": cmd_report}[args.command]
+               "compare": cmd_compare, "leti": cmd_leti, "models": cmd_models, "report": cmd_report,
+               "serve": cmd_serve}[args.command]
     try:
         return handler(args)
     except PalError as exc:
