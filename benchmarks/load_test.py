@@ -9,8 +9,8 @@ warms its own child-kernel pool, says it is ready, and at one signal every stude
 question at the same moment with ``solve()`` (the worst minute of a class: everybody at once),
 then the next question, ``--questions`` in all. Printed per level: questions/min, the p50 and p95
 seconds from a question to its answer, the answers that worked, and the peak resident memory of
-the server's process tree and of all the students' trees (the kernels included; RSS, so pages
-shared between processes count once per process).
+the server's process tree and of all the students' trees (the kernels included; PSS: a page
+shared by several processes is split between them, so the sums are what the trees cost).
 
 The test stops by itself: a level ends when every student is done or after ``--max-seconds``,
 whichever comes first; students still asking then are killed and counted as unfinished. An
@@ -43,20 +43,25 @@ def student(source: str, questions: list[str], samples: int, server_timeout: flo
     """Load, warm up, print READY, wait for GO on stdin, answer the questions, print one JSON line each."""
     from pal_jupyter.backends import load_model
     from pal_jupyter.engine.loop import solve
-    from pal_jupyter.kernels import ExecutorLimits, KernelPool
+    from pal_jupyter.engine.options import Settings
+    from pal_jupyter.kernels import KernelPool
 
-    limits = ExecutorLimits(timeout=30)
+    settings = Settings(model=source, samples=samples, server_timeout=server_timeout)  # a student's defaults
+    limits = settings.limits()
     with KernelPool(limits) as pool:
-        model = load_model(source, server_timeout=server_timeout)
-        model_bytes = psutil.Process().memory_info().rss
-        print(json.dumps({"ready": True, "rss": model_bytes}), flush=True)
+        model = load_model(source, dtype=settings.dtype, server_timeout=server_timeout)
+        pool.ensure_warm(samples)
+        pool.wait_warm(limits.startup_timeout_s)
+        print(json.dumps({"ready": True}), flush=True)
         if sys.stdin.readline().strip() != "GO":
             return
         for question in questions:
             start = time.perf_counter()
             try:
-                session = solve(question, model=model, executor=pool, samples=samples, max_attempts=1, limits=limits)
-                outcome = {"ok": session.succeeded, "answer": session.answer}
+                session = solve(question, model=model, executor=pool, samples=samples, limits=limits,
+                                max_attempts=settings.max_attempts, generation=settings.generation())
+                outcome = {"ok": session.succeeded, "answer": session.answer, "rounds": session.rounds,
+                           "model_s": session.generate_seconds}
             except Exception as exc:  # a server error is a result of the load test, not a crash of it
                 outcome = {"ok": False, "error": f"{type(exc).__name__}: {exc}"}
             print(json.dumps({"seconds": time.perf_counter() - start, **outcome}), flush=True)
@@ -99,16 +104,24 @@ def _percentile(values: list[float], q: float) -> float:
     return ordered[min(len(ordered) - 1, round(q / 100 * (len(ordered) - 1)))]
 
 
-def _tree_rss(pid: int) -> int:
+def _tree_memory(pid: int) -> int:
+    """Proportional set size of a process and its descendants: shared pages are split between the
+    processes that share them, so the sum is what the tree costs (RSS would count them again)."""
+    total = 0
     try:
         root = psutil.Process(pid)
-        return sum(p.memory_info().rss for p in [root, *root.children(recursive=True)])
+        for process in [root, *root.children(recursive=True)]:
+            try:
+                total += process.memory_full_info().pss
+            except (psutil.NoSuchProcess, psutil.AccessDenied):
+                pass
     except psutil.NoSuchProcess:
-        return 0
+        pass
+    return total
 
 
 class MemoryWatch(threading.Thread):
-    """Samples the peak RSS of the server's tree and of the students' trees twice a second."""
+    """Samples the peak memory (PSS) of the server's tree and of the students' trees every second."""
 
     def __init__(self, server_pid: int | None, student_pids: list[int]) -> None:
         super().__init__(daemon=True)
@@ -117,10 +130,10 @@ class MemoryWatch(threading.Thread):
         self.stopped = threading.Event()
 
     def run(self) -> None:
-        while not self.stopped.wait(0.5):
+        while not self.stopped.wait(1.0):
             if self.server_pid:
-                self.peak_server = max(self.peak_server, _tree_rss(self.server_pid))
-            self.peak_students = max(self.peak_students, sum(_tree_rss(pid) for pid in self.student_pids))
+                self.peak_server = max(self.peak_server, _tree_memory(self.server_pid))
+            self.peak_students = max(self.peak_students, sum(_tree_memory(pid) for pid in self.student_pids))
 
 
 def run_level(mode: str, students: int, source: str, questions: list[str], args: argparse.Namespace,
@@ -132,8 +145,9 @@ def run_level(mode: str, students: int, source: str, questions: list[str], args:
         mine = [questions[(i * per_student + j) % len(questions)] for j in range(per_student)]
         command = [sys.executable, __file__, "--student", source, "--samples", str(args.samples),
                    "--server-timeout", str(args.server_timeout), "--questions-json", json.dumps(mine)]
-        procs.append(subprocess.Popen(command, stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True,
-                                      start_new_session=True, env=dict(os.environ, HF_HUB_OFFLINE="1")))
+        errors = open(Path(args.log_dir) / f"{mode}-{students}-{i}.log", "w")
+        procs.append(subprocess.Popen(command, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=errors,
+                                      text=True, start_new_session=True, env=dict(os.environ, HF_HUB_OFFLINE="1")))
     watch = MemoryWatch(server_pid, [p.pid for p in procs])
     watch.start()
     start = time.perf_counter()
@@ -142,7 +156,7 @@ def run_level(mode: str, students: int, source: str, questions: list[str], args:
         for proc in procs:  # every student ready (model loaded, kernel warm) before anyone asks
             line = _read_line(proc, deadline)
             if not line or not json.loads(line).get("ready"):
-                raise RuntimeError(f"a student did not get ready: {line!r}")
+                raise RuntimeError(f"a student did not get ready (its log: {args.log_dir}): {line!r}")
         level.ready_s = time.perf_counter() - start
         go = time.perf_counter()
         for proc in procs:
@@ -208,6 +222,7 @@ def main() -> None:
     parser.add_argument("--max-seconds", type=float, default=600, help="the longest a level may take")
     parser.add_argument("--server-timeout", type=float, default=600)
     parser.add_argument("--data", default=str(DATA))
+    parser.add_argument("--log-dir", default="load-test-logs", help="each student's stderr goes here")
     parser.add_argument("--student", default=None, help=argparse.SUPPRESS)
     parser.add_argument("--questions-json", default="[]", help=argparse.SUPPRESS)
     args = parser.parse_args()
@@ -218,6 +233,7 @@ def main() -> None:
     from pal_jupyter.classroom.serve import VllmServer
 
     questions = [row["question"] for row in read_rows(args.data, limit=200)]
+    Path(args.log_dir).mkdir(parents=True, exist_ok=True)
     levels: list[Level] = []
     server = None
     if args.serve:

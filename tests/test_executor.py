@@ -346,8 +346,15 @@ def test_kernel_that_cannot_start_raises_kernel_error() -> None:
         ChildKernel(limits, extra_env={"PYTHONHOME": "/nope"})
     broken = {"PYTHONHOME": "/nonexistent"}
     with KernelPool(limits, extra_env=broken) as pool:
+        assert pool.wait_warm(timeout_s=60) is False  # a failed start ends the wait at once
         with pytest.raises(KernelError, match="exited during start-up"):
             pool.acquire()
+
+
+def test_wait_warm_returns_when_the_kernels_are_ready() -> None:
+    with KernelPool(ExecutorLimits(warm_imports=()), warm=2) as pool:
+        assert pool.wait_warm(timeout_s=120) is True
+        assert len(pool._ready) == 2
 
 
 def test_segfault_is_died_with_program_line(strict_pool: KernelPool) -> None:

@@ -964,6 +964,15 @@ class KernelPool:
                 self.warm = count
                 self._top_up()
 
+    def wait_warm(self, timeout_s: float | None = None) -> bool:
+        """Wait until ``warm`` kernels are ready: True, or False when a start failed or time ran out.
+        (A benchmark that times questions waits here first, as a user who reads the last answer would.)"""
+        def settled() -> bool:
+            return len(self._ready) >= self.warm or self._start_error is not None or self._closed
+
+        with self._cond:
+            return self._cond.wait_for(settled, timeout_s) and len(self._ready) >= self.warm
+
     def close(self) -> None:
         """Shut every kernel down (waiting for ones still starting). Idempotent."""
         with self._cond:
