@@ -32,7 +32,21 @@ def test_serve_prints_the_vllm_command_for_a_model_directory(model_dir, capsys):
 def test_serving_a_preset_uses_its_converted_folder_and_the_name_the_class_types(monkeypatch, tmp_path):
     monkeypatch.setattr("pal_jupyter.classroom.serve.prepare_preset", lambda name: tmp_path / f"converted-{name}")
     assert resolve_model("lite") == (str(tmp_path / "converted-lite"), "lite")
-    assert resolve_model("Qwen/Qwen2.5-Coder-1.5B-Instruct") == ("Qwen/Qwen2.5-Coder-1.5B-Instruct",) * 2
+
+
+def test_a_hub_id_is_served_from_its_cached_snapshot_and_an_uncached_one_is_refused_before_vllm_starts(
+        monkeypatch, tmp_path):
+    snapshot = tmp_path / "models--org--tiny" / "snapshots" / "abc123"
+    snapshot.mkdir(parents=True)
+    (snapshot / "config.json").write_text("{}")
+    (tmp_path / "models--org--tiny" / "refs").mkdir()
+    (tmp_path / "models--org--tiny" / "refs" / "main").write_text("abc123")
+    monkeypatch.setenv("HF_HUB_CACHE", str(tmp_path))
+    monkeypatch.setattr("huggingface_hub.constants.HF_HUB_CACHE", str(tmp_path))
+    assert resolve_model("org/tiny") == (str(snapshot), "org/tiny")
+    with pytest.raises(ModelLoadError, match=r"^'org/absent' is not a preset \(default, lite\), a model directory "
+                                             r"or a Hugging Face id in this machine's cache\."):
+        resolve_model("org/absent")
 
 
 def test_what_cannot_be_served_is_one_clear_line(tmp_path, capsys):
@@ -77,3 +91,10 @@ def test_the_hub_configuration_example_points_every_student_at_the_server():
     policy = TeacherPolicy(config=config)
     assert parse_source(policy.model) == ("default", "http://model-server:8000/v1")
     assert {"model", "isolation"} <= set(policy.locked) and config.PalMagics.server_timeout == 120
+
+
+def test_the_printed_command_shows_the_cache_size_the_server_will_really_get(monkeypatch):
+    server = VllmServer("/models/m", "m", "python", kv_cache_gib=2)
+    assert server.shell_command().startswith("VLLM_CPU_KVCACHE_SPACE=2 ")
+    monkeypatch.setenv("VLLM_CPU_KVCACHE_SPACE", "12")  # the teacher's own setting wins, and is shown
+    assert server.shell_command().startswith("VLLM_CPU_KVCACHE_SPACE=12 ")

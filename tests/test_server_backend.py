@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import json
 import os
-import socket
 import subprocess
 import sys
 import time
@@ -12,7 +11,7 @@ import time
 import pytest
 
 from kernel_driver import UserKernel, text_of
-from model_server import ModelServer
+from model_server import ModelServer, free_port
 from pal_jupyter.backends import GenerationOptions, ServerBackend, load_model
 from pal_jupyter.backends.registry import clear_model_cache
 from pal_jupyter.errors import ModelLoadError, ModelServerError
@@ -97,9 +96,7 @@ def test_a_server_busy_for_longer_than_the_retries_is_one_clear_error():
 
 
 def test_a_server_that_is_down_is_retried_then_one_clear_error():
-    with socket.socket() as probe:  # a port nobody listens on
-        probe.bind(("127.0.0.1", 0))
-        port = probe.getsockname()[1]
+    port = free_port()
     start = time.perf_counter()
     with pytest.raises(ModelServerError, match=r"Cannot reach the model server at http://127.0.0.1:\d+/v1 "
                                                r"\(connection refused\)\. Is it running"):
@@ -187,9 +184,7 @@ def test_a_pal_cell_through_a_server_answers_and_inserts_the_program():
 
 
 def test_ask_with_the_server_down_is_one_line_and_exit_2():
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        port = probe.getsockname()[1]
+    port = free_port()
     result = subprocess.run([sys.executable, "-m", "pal_jupyter.cli", "ask", "--model",
                              f"openai:tiny@http://127.0.0.1:{port}/v1", "What is 6 times 7?"],
                             capture_output=True, text=True, timeout=120)

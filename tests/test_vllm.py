@@ -8,12 +8,12 @@ converted cache. Where vLLM is not installed the tests skip, except in CI ($CI s
 from __future__ import annotations
 
 import os
-import socket
 import subprocess
 import sys
 
 import pytest
 
+from model_server import free_port
 from notebook_runner import answer, pal_summaries, run_notebook
 from pal_jupyter.classroom.serve import VllmServer, find_vllm_python
 from pal_jupyter.errors import ModelLoadError
@@ -22,12 +22,6 @@ pytestmark = pytest.mark.slow
 
 QUESTION = ("A baker makes 24 muffins a tray and bakes 7 trays. She sells all but 18 muffins. "
             "How many muffins does she sell?")
-
-
-def free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return probe.getsockname()[1]
 
 
 @pytest.fixture(scope="module")

@@ -30,6 +30,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, Any
 
+from ..backends.huggingface import model_directory
 from ..backends.presets import ALIASES, find_preset, prepare_preset
 from ..errors import ModelLoadError
 
@@ -71,7 +72,7 @@ def _install_hint() -> str:
 
 
 def resolve_model(model: str) -> tuple[str, str]:
-    """``(what vLLM loads, the name it serves it under)`` for a preset, a directory or a hub id.
+    """``(what vLLM loads, the name it serves it under)`` for a preset, a directory or a cached hub id.
 
     A preset is served from its converted directory under the name the class uses for it
     (``default``, ``lite``), so students write ``openai:default@URL``.
@@ -86,7 +87,12 @@ def resolve_model(model: str) -> tuple[str, str]:
     if path.suffix == ".gguf":
         raise ModelLoadError(f"Serve a preset name ({', '.join(ALIASES)}) or a converted model directory, "
                              f"not the .gguf file {path}.")
-    return model, model  # a Hugging Face id: vLLM looks it up in its own cache
+    try:  # a Hugging Face id: served from its snapshot in the local cache, which vLLM need not search
+        return model_directory(model), model
+    except ModelLoadError:
+        raise ModelLoadError(f"{model!r} is not a preset ({', '.join(ALIASES)}), a model directory or a Hugging "
+                             f"Face id in this machine's cache. Download it where the hub is reachable "
+                             f"(`hf download {model}`) and copy the cache, or pass the model's directory.") from None
 
 
 @dataclass
@@ -134,7 +140,8 @@ class VllmServer:
 
     def shell_command(self) -> str:
         """The command line to start it by hand (e.g. in a systemd unit)."""
-        return f"VLLM_CPU_KVCACHE_SPACE={self.kv_cache_gib:g} " + shlex.join(self.command())
+        space = self.environment()["VLLM_CPU_KVCACHE_SPACE"]  # what start() will really pass
+        return f"VLLM_CPU_KVCACHE_SPACE={shlex.quote(space)} " + shlex.join(self.command())
 
     # -- life cycle ------------------------------------------------------------------------------
 
