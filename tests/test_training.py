@@ -23,7 +23,7 @@ from pal_jupyter.benchmark.compare import compare, format_comparison, mcnemar_ex
 from pal_jupyter.errors import ModelLoadError, PalError
 from pal_jupyter.training.collect import PROGRAMS, collect, manifest_settings
 from pal_jupyter.training.examples import IGNORE, Example, load_examples, select, tokenize
-from pal_jupyter.training.lora import TrainSettings, train
+from pal_jupyter.training.lora import TrainSettings, labelled_loss, train
 from tiny_model import build_tiny_model
 
 ROWS = [{"question": f"Sam has {i} apples and buys {i} more. How many apples now?", "answer": f"#### {2 * i}"}
@@ -127,6 +127,25 @@ def test_a_tiny_model_trains_its_loss_goes_down_and_the_adapter_round_trips(coll
     again = load_model(str(tiny_model_dir), adapter=str(tmp_path / "adapter"), device="cpu", dtype="float32")
     assert again is backend  # cached by base and adapter
     assert torch.isfinite(trained).all()
+
+
+def test_the_loss_on_labelled_tokens_alone_equals_the_models_own_loss(tiny_model_dir):
+    import torch
+    from transformers import AutoModelForCausalLM
+
+    model = AutoModelForCausalLM.from_pretrained(tiny_model_dir, dtype=torch.float32)
+    torch.manual_seed(0)
+    ids = torch.randint(0, model.config.vocab_size, (3, 12))
+    mask = torch.ones_like(ids)
+    mask[2, 9:] = 0  # a padded row
+    labels = ids.clone()
+    labels[:, :5] = IGNORE  # context
+    labels[2, 9:] = IGNORE
+    ours = labelled_loss(model, ids, mask, labels)
+    theirs = model(input_ids=ids, attention_mask=mask, labels=labels).loss
+    assert torch.allclose(ours, theirs, atol=1e-5), (ours, theirs)
+    ours.backward()  # and it trains: gradients reach the model
+    assert model.get_input_embeddings().weight.grad.abs().sum() > 0
 
 
 def test_training_is_deterministic_with_a_seed(collected, tiny_model_dir, tmp_path):

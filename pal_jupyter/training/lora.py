@@ -106,8 +106,12 @@ def train(
     )
     model = get_peft_model(model, config).to(device)
     model.train()
-    batches = _batches([tokenize(tokenizer, e, settings.format, settings.max_length) for e in chosen],
+    tokenized = [tokenize(tokenizer, e, settings.format, settings.max_length) for e in chosen]
+    batches = _batches([t for t in tokenized if any(label != IGNORE for label in t.labels)],
                        settings.batch_size, settings.seed)
+    if not batches:
+        raise PalError(f"Every example is longer than max_length={settings.max_length} before its first "
+                       "trained token: raise --max-length.")
     total = math.ceil(len(batches) * settings.epochs)
     if settings.max_steps is not None:
         total = min(total, settings.max_steps)
@@ -120,7 +124,7 @@ def train(
     for step in range(total):
         batch = batches[step % len(batches)]
         ids, labels, mask = _padded(batch, pad, device)
-        loss = model(input_ids=ids, attention_mask=mask, labels=labels).loss
+        loss = labelled_loss(model.get_base_model(), ids, mask, labels)
         loss.backward()
         torch.nn.utils.clip_grad_norm_(trainable, 1.0)
         optimizer.step()
@@ -146,6 +150,27 @@ def train(
     ).save(out)
     log.info("adapter written to %s (%d steps, %.0f s)", out, total, seconds)
     return TrainResult(out, total, counts, losses, seconds, peak)
+
+
+def labelled_loss(causal_lm: Any, ids: Any, mask: Any, labels: Any) -> Any:
+    """Mean cross-entropy over the labelled next tokens, with logits computed only there.
+
+    The model's own ``loss`` computes fp32 logits over the whole vocabulary (151,936 tokens for
+    Qwen) at every position, context included, and runs the backward pass of the tied, partly
+    trainable output layer through all of them. Here only the positions whose next token carries
+    a label reach the output layer. The value is the same; in LeTI examples about three quarters
+    of the tokens carry a label, so a step is about 9 % faster there (README, "Learning from the
+    interpreter").
+    """
+    import torch
+
+    if getattr(causal_lm.config, "final_logit_softcapping", None):  # Gemma-2 style heads reshape logits
+        return causal_lm(input_ids=ids, attention_mask=mask, labels=labels).loss
+    hidden = causal_lm.get_decoder()(input_ids=ids, attention_mask=mask).last_hidden_state
+    targets = labels[:, 1:]
+    labelled = targets != IGNORE
+    logits = causal_lm.get_output_embeddings()(hidden[:, :-1][labelled])
+    return torch.nn.functional.cross_entropy(logits.float(), targets[labelled])
 
 
 def _batches(items: list[Tokenized], size: int, seed: int) -> list[list[Tokenized]]:
