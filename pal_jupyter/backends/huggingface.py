@@ -415,8 +415,13 @@ def _with_adapter(model: Any, tokenizer: Any, adapter: str) -> Any:
     from peft import PeftModel
 
     if len(tokenizer) > model.get_input_embeddings().weight.shape[0]:  # the reward tokens need rows
-        model.resize_token_embeddings(len(tokenizer))
-    return PeftModel.from_pretrained(model, adapter)
+        # The adapter brings their trained values, so no initialisation (transformers' default one
+        # prints two warnings and computes a covariance over the whole vocabulary).
+        model.resize_token_embeddings(len(tokenizer), mean_resizing=False)
+    # Folded into the weights: an unmerged adapter runs its LoRA matrices beside every projection
+    # and rebuilds the whole embedding matrix for its trainable reward tokens at every token,
+    # which halved the lite model's decoding speed on this CPU (README, "Learning from the interpreter").
+    return PeftModel.from_pretrained(model, adapter).merge_and_unload()
 
 
 def model_directory(resolved: str) -> str:
