@@ -115,11 +115,21 @@ def test_a_tiny_model_trains_its_loss_goes_down_and_the_adapter_round_trips(coll
     assert info.format == "leti" and info.base == str(tiny_model_dir) and info.prompt == "chat-0shot"
     assert info.data == [{"path": str(collected), "sha256": info.data[0]["sha256"]}] and len(info.data[0]["sha256"]) == 64
     assert info.training["last_loss"] < info.training["first_loss"] and info.training["peak_memory_gib"] > 0
+    assert len(result.step_seconds) == result.steps and info.training["seconds_per_step_median"] > 0
 
     backend = load_model(f"{tiny_model_dir}+{tmp_path / 'adapter'}", device="cpu", dtype="float32")
     assert backend.name.endswith("+" + str(tmp_path / "adapter")) and backend.prefix == GOOD
     assert backend.generate([{"role": "user", "content": "Sam has 2 apples"}]).completion_tokens >= 1
-    # The trained rows of the reward tokens came back with the adapter, and differ from the base.
+    # The trained rows of the four added tokens came back with the adapter (merged into the
+    # embeddings), and the adapter holds only them, not a copy of the whole embedding matrix.
+    from safetensors.torch import load_file
+
+    saved = load_file(tmp_path / "adapter" / "adapter_model.safetensors")
+    assert not [k for k in saved if k.endswith(("embed_tokens.weight", "lm_head.weight", "base_layer.weight"))]
+    (delta,) = [v for k, v in saved.items() if k.endswith("trainable_tokens_delta")]
+    rows = json.loads((tmp_path / "adapter" / "adapter_config.json").read_text())["trainable_token_indices"]["embed_tokens"]
+    assert sorted(rows) == sorted(backend.tokenizer.convert_tokens_to_ids([GOOD, BAD, FEEDBACK_BEGIN, FEEDBACK_END]))
+    assert torch.allclose(backend.model.get_input_embeddings().weight[rows], delta)
     good = backend.tokenizer.convert_tokens_to_ids(GOOD)
     trained = backend.model.get_input_embeddings()(torch.tensor([good]))
     plain = load_model(str(tiny_model_dir), device="cpu", dtype="float32")
@@ -154,6 +164,9 @@ def test_training_is_deterministic_with_a_seed(collected, tiny_model_dir, tmp_pa
     one = train(examples, str(tiny_model_dir), tmp_path / "a", settings, dtype="float32", progress=False)
     two = train(examples, str(tiny_model_dir), tmp_path / "b", settings, dtype="float32", progress=False)
     assert one.losses == two.losses and one.examples == {"good": 4, "bad": 0, "total": 4}
+    sft = load_model(str(tiny_model_dir), adapter=str(tmp_path / "a"), device="cpu", dtype="float32")
+    assert sft.prefix == "" and GOOD not in sft.tokenizer.get_vocab()  # SFT adds no tokens
+    assert sft.generate([{"role": "user", "content": "Sam has 2 apples"}]).completion_tokens >= 1
 
 
 def test_an_adapter_is_refused_on_another_base_and_the_base_still_works(collected, tiny_model_dir, tmp_path):

@@ -6,6 +6,7 @@ import argparse
 import json
 import logging
 import os
+import statistics
 import sys
 import time
 from pathlib import Path
@@ -322,7 +323,8 @@ def cmd_train(args: argparse.Namespace) -> int:
     first, last = result.losses[0], sum(result.losses[-5:]) / len(result.losses[-5:])
     print(f"adapter written to {result.adapter}: {result.steps} steps on {result.examples['total']} examples "
           f"({result.examples['good']} good, {result.examples['bad']} bad); loss {first:.3f} -> {last:.3f}; "
-          f"{result.seconds:.0f} s; peak memory {result.peak_memory_gib:.1f} GiB")
+          f"{result.seconds:.0f} s ({statistics.median(result.step_seconds):.1f} s per step, median); "
+          f"peak memory {result.peak_memory_gib:.1f} GiB")
     print(f"use it: pal-jupyter ask --model {args.base} --adapter {result.adapter} QUESTION")
     return 0
 

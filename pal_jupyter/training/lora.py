@@ -18,6 +18,7 @@ import logging
 import math
 import random
 import resource
+import statistics
 import time
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -62,8 +63,9 @@ class TrainResult:
     steps: int
     examples: dict[str, int]
     losses: list[float] = field(default_factory=list)  # per step
-    seconds: float = 0.0
+    seconds: float = 0.0  # the whole run: loading, every step, saving
     peak_memory_gib: float = 0.0
+    step_seconds: list[float] = field(default_factory=list)  # forward, backward and update of each step
 
 
 def train(
@@ -94,15 +96,17 @@ def train(
     dtype = resolve_dtype(dtype, device)
     resolved = resolve_source(base)
     tokenizer = AutoTokenizer.from_pretrained(resolved)
-    tokenizer.add_tokens(list(SPECIAL_TOKENS), special_tokens=True)
     model = AutoModelForCausalLM.from_pretrained(resolved, dtype=getattr(torch, dtype))
-    if len(tokenizer) > model.get_input_embeddings().weight.shape[0]:
-        model.resize_token_embeddings(len(tokenizer))
-    token_ids = tokenizer.convert_tokens_to_ids(list(SPECIAL_TOKENS))
+    trainable_tokens = None
+    if settings.format == "leti":  # SFT's plain prompt needs no new tokens
+        tokenizer.add_tokens(list(SPECIAL_TOKENS), special_tokens=True)
+        if len(tokenizer) > model.get_input_embeddings().weight.shape[0]:
+            model.resize_token_embeddings(len(tokenizer))
+        trainable_tokens = {"embed_tokens": tokenizer.convert_tokens_to_ids(list(SPECIAL_TOKENS))}
     config = LoraConfig(
         r=settings.rank, lora_alpha=settings.alpha, lora_dropout=settings.dropout, task_type="CAUSAL_LM",
         target_modules=[m for m in PROJECTIONS if any(n.endswith(m) for n, _ in model.named_modules())],
-        trainable_token_indices={"embed_tokens": token_ids} if settings.format == "leti" else None,
+        trainable_token_indices=trainable_tokens,
     )
     model = get_peft_model(model, config).to(device)
     model.train()
@@ -120,8 +124,10 @@ def train(
     schedule = torch.optim.lr_scheduler.LambdaLR(optimizer, lambda step: max(0.0, 1 - step / max(1, total)))
     pad = tokenizer.pad_token_id if tokenizer.pad_token_id is not None else tokenizer.eos_token_id
     losses: list[float] = []
+    step_seconds: list[float] = []
     bar = tqdm(total=total, desc=f"training ({settings.format})", unit="step", disable=not progress)
     for step in range(total):
+        step_started = time.perf_counter()
         batch = batches[step % len(batches)]
         ids, labels, mask = _padded(batch, pad, device)
         loss = labelled_loss(model.get_base_model(), ids, mask, labels)
@@ -131,12 +137,15 @@ def train(
         schedule.step()
         optimizer.zero_grad(set_to_none=True)
         losses.append(float(loss.detach()))
+        step_seconds.append(time.perf_counter() - step_started)
         bar.update()
         bar.set_postfix(loss=f"{losses[-1]:.3f}")
     bar.close()
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
-    model.save_pretrained(out)
+    # The trained rows of the added tokens are saved with the adapter; a copy of the whole
+    # embedding matrix and output layer (peft's default after a resize) would be 0.5 GB for lite.
+    model.save_pretrained(out, save_embedding_layers=False)
     tokenizer.save_pretrained(out)
     seconds = time.perf_counter() - started
     peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024**2  # KiB on Linux -> GiB
@@ -145,11 +154,12 @@ def train(
         format=settings.format, base=base, base_fingerprint=fingerprint(model_directory(resolved)),
         data=[{"path": str(f), "sha256": file_sha256(f)} for f in data_files or []],
         examples=counts, settings=asdict(settings) | {"device": device, "dtype": dtype},
-        training={"steps": total, "seconds": round(seconds, 1), "first_loss": round(losses[0], 4),
+        training={"steps": total, "seconds": round(seconds, 1),
+                  "seconds_per_step_median": round(statistics.median(step_seconds), 2), "first_loss": round(losses[0], 4),
                   "last_loss": round(sum(losses[-5:]) / len(losses[-5:]), 4), "peak_memory_gib": round(peak, 2)},
     ).save(out)
     log.info("adapter written to %s (%d steps, %.0f s)", out, total, seconds)
-    return TrainResult(out, total, counts, losses, seconds, peak)
+    return TrainResult(out, total, counts, losses, seconds, peak, step_seconds)
 
 
 def labelled_loss(causal_lm: Any, ids: Any, mask: Any, labels: Any) -> Any:
@@ -158,9 +168,8 @@ def labelled_loss(causal_lm: Any, ids: Any, mask: Any, labels: Any) -> Any:
     The model's own ``loss`` computes fp32 logits over the whole vocabulary (151,936 tokens for
     Qwen) at every position, context included, and runs the backward pass of the tied, partly
     trainable output layer through all of them. Here only the positions whose next token carries
-    a label reach the output layer. The value is the same; in LeTI examples about three quarters
-    of the tokens carry a label, so a step is about 9 % faster there (README, "Learning from the
-    interpreter").
+    a label reach the output layer. The value is the same. In LeTI examples about three quarters
+    of the tokens carry a label, so the saving is modest there (``benchmarks/bench_training.py``).
     """
     import torch
 
