@@ -169,6 +169,13 @@ def test_training_is_deterministic_with_a_seed(collected, tiny_model_dir, tmp_pa
     assert sft.generate([{"role": "user", "content": "Sam has 2 apples"}]).completion_tokens >= 1
 
 
+def test_examples_cut_before_their_first_trained_token_are_one_clear_error(collected, tiny_model_dir, tmp_path):
+    examples, _ = load_examples([collected])
+    with pytest.raises(PalError, match="raise --max-length"):
+        train(examples, str(tiny_model_dir), tmp_path / "a", TrainSettings(max_length=32), dtype="float32", progress=False)
+    assert not (tmp_path / "a").exists()  # nothing half-written
+
+
 def test_an_adapter_is_refused_on_another_base_and_the_base_still_works(collected, tiny_model_dir, tmp_path):
     examples, _ = load_examples([collected])
     train(examples, str(tiny_model_dir), tmp_path / "adapter", TrainSettings(max_steps=1), dtype="float32",

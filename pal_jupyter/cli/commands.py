@@ -6,7 +6,6 @@ import argparse
 import json
 import logging
 import os
-import statistics
 import sys
 import time
 from pathlib import Path
@@ -320,10 +319,10 @@ def cmd_train(args: argparse.Namespace) -> int:
                              epochs=args.epochs, batch_size=args.batch_size, max_length=args.max_length,
                              max_steps=args.max_steps, seed=args.seed)
     result = train(examples, args.base, args.out, settings, data_files=args.data, device=args.device, dtype=args.dtype)
-    first, last = result.losses[0], sum(result.losses[-5:]) / len(result.losses[-5:])
     print(f"adapter written to {result.adapter}: {result.steps} steps on {result.examples['total']} examples "
-          f"({result.examples['good']} good, {result.examples['bad']} bad); loss {first:.3f} -> {last:.3f}; "
-          f"{result.seconds:.0f} s ({statistics.median(result.step_seconds):.1f} s per step, median); "
+          f"({result.examples['good']} good, {result.examples['bad']} bad); "
+          f"loss {result.losses[0]:.3f} -> {result.last_loss:.3f}; "
+          f"{result.seconds:.0f} s ({result.seconds_per_step:.1f} s per step, median); "
           f"peak memory {result.peak_memory_gib:.1f} GiB")
     print(f"use it: pal-jupyter ask --model {args.base} --adapter {result.adapter} QUESTION")
     return 0

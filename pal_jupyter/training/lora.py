@@ -67,6 +67,17 @@ class TrainResult:
     peak_memory_gib: float = 0.0
     step_seconds: list[float] = field(default_factory=list)  # forward, backward and update of each step
 
+    @property
+    def last_loss(self) -> float:
+        """The mean of the last five steps' losses: one step's loss depends on its batch."""
+        tail = self.losses[-5:]
+        return sum(tail) / len(tail)
+
+    @property
+    def seconds_per_step(self) -> float:
+        """The median step: the first one, warming up, and the widest batches would skew a mean."""
+        return statistics.median(self.step_seconds)
+
 
 def train(
     examples: list[Example],
@@ -150,16 +161,17 @@ def train(
     seconds = time.perf_counter() - started
     peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024**2  # KiB on Linux -> GiB
     counts = {"good": sum(e.good for e in chosen), "bad": sum(not e.good for e in chosen), "total": len(chosen)}
+    result = TrainResult(out, total, counts, losses, seconds, peak, step_seconds)
     AdapterInfo(
         format=settings.format, base=base, base_fingerprint=fingerprint(model_directory(resolved)),
         data=[{"path": str(f), "sha256": file_sha256(f)} for f in data_files or []],
         examples=counts, settings=asdict(settings) | {"device": device, "dtype": dtype},
         training={"steps": total, "seconds": round(seconds, 1),
-                  "seconds_per_step_median": round(statistics.median(step_seconds), 2), "first_loss": round(losses[0], 4),
-                  "last_loss": round(sum(losses[-5:]) / len(losses[-5:]), 4), "peak_memory_gib": round(peak, 2)},
+                  "seconds_per_step_median": round(result.seconds_per_step, 2), "first_loss": round(losses[0], 4),
+                  "last_loss": round(result.last_loss, 4), "peak_memory_gib": round(peak, 2)},
     ).save(out)
     log.info("adapter written to %s (%d steps, %.0f s)", out, total, seconds)
-    return TrainResult(out, total, counts, losses, seconds, peak, step_seconds)
+    return result
 
 
 def labelled_loss(causal_lm: Any, ids: Any, mask: Any, labels: Any) -> Any:
