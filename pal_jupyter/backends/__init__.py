@@ -1,8 +1,9 @@
-"""Model backends: the protocol the engine talks to, local Hugging Face models, offline presets.
+"""Model backends: the protocol the engine talks to, the local runtimes, offline presets.
 
-``base`` (protocol, generation options, scripted replies) <- ``huggingface`` (transformers) <-
-``registry`` (load by name, the loaded-model cache). ``presets`` assembles the offline weights.
-``server`` talks to a shared model server (any OpenAI-compatible endpoint, e.g. vLLM).
+``base`` (protocol, generation options, scripted replies) <- ``huggingface`` (transformers + torch:
+GPUs, adapters) and ``llamacpp`` (GGUF files on the CPU) <- ``registry`` (load by name, choose the
+runtime, the loaded-model cache). ``presets`` assembles the offline weights; ``gguf_file`` reads a
+GGUF header. ``server`` talks to a shared model server (any OpenAI-compatible endpoint, e.g. vLLM).
 """
 
 from .base import (
@@ -15,10 +16,12 @@ from .base import (
     generate_candidates,
 )
 from .huggingface import TransformersBackend
+from .llamacpp import LlamaCppBackend
 from .server import ServerBackend
-from .registry import clear_model_cache, load_model, register_model
+from .registry import BACKENDS, choose_runtime, clear_model_cache, load_model, register_model
 
 __all__ = [
-    "SAMPLE_TEMPERATURE", "ChatMessage", "Generation", "GenerationOptions", "ModelBackend", "ScriptedBackend",
-    "ServerBackend", "TransformersBackend", "clear_model_cache", "generate_candidates", "load_model", "register_model",
+    "BACKENDS", "SAMPLE_TEMPERATURE", "ChatMessage", "Generation", "GenerationOptions", "LlamaCppBackend",
+    "ModelBackend", "ScriptedBackend", "ServerBackend", "TransformersBackend", "choose_runtime", "clear_model_cache",
+    "generate_candidates", "load_model", "register_model",
 ]

@@ -57,22 +57,46 @@ class AdapterInfo:
 
 
 def fingerprint(model_dir: str | Path) -> str:
-    """A cheap identity of a model directory: its config and the names and sizes of its weight files.
+    """A cheap identity of a model directory: its config and the names and shapes of its tensors.
 
     Enough to tell the lite model from the default one, or a model from a retrained copy, without
-    hashing gigabytes.
+    hashing gigabytes; the same for the model's fp32 and bf16 copies (an adapter fits both).
     """
     folder = Path(model_dir)
     digest = hashlib.sha256()
+    _digest_config(folder, digest)
+    for weights in sorted(folder.glob("*.safetensors")):
+        for name, shape in _tensor_shapes(weights):
+            digest.update(f"{name}:{shape};".encode())
+    return digest.hexdigest()[:16]
+
+
+def _legacy_fingerprint(model_dir: str | Path) -> str:
+    """The fingerprint adapters were stamped with before it ignored the dtype: the config and the
+    names and sizes of the weight files (so it matches only the copy they were trained on)."""
+    folder = Path(model_dir)
+    digest = hashlib.sha256()
+    _digest_config(folder, digest)
+    for weights in sorted(folder.glob("*.safetensors")):
+        digest.update(f"{weights.name}:{weights.stat().st_size};".encode())
+    return digest.hexdigest()[:16]
+
+
+def _digest_config(folder: Path, digest: Any) -> None:
     config = folder / "config.json"
     if config.is_file():
         settings = json.loads(config.read_text(encoding="utf-8"))
         for key in ("architectures", "hidden_size", "intermediate_size", "num_hidden_layers",
                     "num_attention_heads", "num_key_value_heads", "vocab_size", "model_type"):
             digest.update(f"{key}={settings.get(key)!r};".encode())
-    for weights in sorted(folder.glob("*.safetensors")):
-        digest.update(f"{weights.name}:{weights.stat().st_size};".encode())
-    return digest.hexdigest()[:16]
+
+
+def _tensor_shapes(weights: Path) -> list[tuple[str, list[int]]]:
+    """Names and shapes from a safetensors file's header (8 bytes of length, then JSON), sorted."""
+    with weights.open("rb") as handle:
+        length = int.from_bytes(handle.read(8), "little")
+        header = json.loads(handle.read(length))
+    return sorted((name, list(entry["shape"])) for name, entry in header.items() if name != "__metadata__")
 
 
 def file_sha256(path: str | Path) -> str:
@@ -108,7 +132,7 @@ def read_adapter(directory: str | Path) -> AdapterInfo:
 def check_base(info: AdapterInfo, base_dir: str | Path, base_name: str, adapter_dir: str | Path) -> None:
     """Refuse an adapter trained on another base model."""
     found = fingerprint(base_dir)
-    if found != info.base_fingerprint:
+    if info.base_fingerprint not in (found, _legacy_fingerprint(base_dir)):
         raise ModelLoadError(
             f"The adapter at {adapter_dir} was trained on {info.base!r} (fingerprint {info.base_fingerprint}), "
             f"not on {base_name!r} ({found}); load it with --model {info.base} --adapter {adapter_dir}."

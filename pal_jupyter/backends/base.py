@@ -13,7 +13,7 @@ import dataclasses
 import re
 import time
 from collections.abc import Callable, Iterable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Protocol, runtime_checkable
 
 from ..errors import SettingError
@@ -46,6 +46,9 @@ class GenerationOptions:
     top_p: float = 0.95
     seed: int | None = None
     stop_after_code: bool = True  # stop as soon as the first fenced code block is closed
+    # Stop one program early when this says so about its text so far (e.g. it starts replacing the
+    # user's data). Checked after each token, per program: the others go on.
+    stop_when: Callable[[str], bool] | None = field(default=None, repr=False, compare=False)
 
     def temperature_for(self, samples: int) -> float:
         """The temperature to use when drawing ``samples`` completions of one prompt."""
@@ -57,6 +60,14 @@ class GenerationOptions:
                 )
             return self.temperature
         return SAMPLE_TEMPERATURE if samples > 1 else 0.0
+
+
+def row_is_done(text: str, options: GenerationOptions) -> bool:
+    """Whether a program being written needs no more text: its code block has closed (with
+    ``stop_after_code``), or ``options.stop_when`` says so. Every backend asks this per program."""
+    if options.stop_after_code and CLOSED_FENCE.search(text):
+        return True
+    return options.stop_when is not None and options.stop_when(text)
 
 
 @dataclass
@@ -149,7 +160,8 @@ class ScriptedBackend(BatchingBackend):
     ``replies`` is a list of strings, or a function from the messages to a string. Each reply
     is streamed word by word like a real model, ``token_delay_s`` apart (a typing pace for
     classroom demos and UI tests). Every prompt received is kept in ``calls``; a batch of
-    ``n`` (``generate_many``) takes the next ``n`` replies and counts as one call.
+    ``n`` (``generate_many``) takes the next ``n`` replies and counts as one call. A reply ends
+    where ``options.stop_when`` would have stopped a real model (checked line by line).
     """
 
     def __init__(
@@ -175,7 +187,7 @@ class ScriptedBackend(BatchingBackend):
         start = time.perf_counter()
         self.calls.append([dict(m) for m in messages])
         self.batch_sizes.append(n)
-        texts = [self._next(messages) for _ in range(n)]
+        texts = [self._cut(self._next(messages), options) for _ in range(n)]
         rows = [re.findall(r"\S+\s*|\s+", text) for text in texts]
         for step in range(max(map(len, rows), default=0)):  # interleaved, as a batch streams
             if self.token_delay_s:
@@ -186,6 +198,17 @@ class ScriptedBackend(BatchingBackend):
         prompt_words = sum(len(m["content"].split()) for m in messages)
         seconds = time.perf_counter() - start
         return [Generation(text, prompt_words, len(chunks), seconds, 0.0) for text, chunks in zip(texts, rows)]
+
+    @staticmethod
+    def _cut(text: str, options: GenerationOptions | None) -> str:
+        """The reply as far as ``options.stop_when`` lets a model write it (line by line)."""
+        if options is None or options.stop_when is None:
+            return text
+        lines = text.splitlines(keepends=True)
+        for end in range(1, len(lines) + 1):
+            if options.stop_when("".join(lines[:end])):
+                return "".join(lines[:end])
+        return text
 
     def _next(self, messages: Sequence[ChatMessage]) -> str:
         try:

@@ -23,7 +23,7 @@ from typing import Any
 from ..errors import ModelLoadError
 from . import presets
 from .adapters import check_base, conditioned, read_adapter
-from .base import CLOSED_FENCE, BatchingBackend, ChatMessage, Generation, GenerationOptions, RowTokenCallback
+from .base import BatchingBackend, ChatMessage, Generation, GenerationOptions, RowTokenCallback, row_is_done
 
 log = logging.getLogger(__name__)
 
@@ -50,9 +50,14 @@ class TransformersBackend(BatchingBackend):
     prefix: str = ""  # a LeTI adapter conditions every question on its reward token (see adapters)
     prompt_style: str | None = None  # how an adapter was trained to be asked (engine.prompts styles)
     prefix_cache_size: int = 4  # distinct prompt prefixes kept (system + worked examples)
+    runtime_reason: str = ""  # why this runtime was chosen (registry.choose_runtime)
     _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
     _prefixes: OrderedDict[tuple[int, ...], Any] = field(default_factory=OrderedDict, repr=False)
     _cache_broken: bool = field(default=False, repr=False)
+
+    @property
+    def runtime(self) -> str:
+        return f"transformers ({self.device}, {self.dtype})"
 
     def render_prompt(self, messages: Sequence[ChatMessage], add_generation_prompt: bool = True) -> str:
         """Chat template when the tokenizer has one; a plain instruction format otherwise."""
@@ -155,7 +160,7 @@ class TransformersBackend(BatchingBackend):
         prompt_len = len(prompt_ids)
         streamer = _RowStreamer(self.tokenizer, n)
         cancel = threading.Event()
-        stop = _StopWhen(self.tokenizer, prompt_len, cancel, options.stop_after_code)
+        stop = _StopWhen(self.tokenizer, prompt_len, cancel, options)
         pad_id = self.tokenizer.pad_token_id if self.tokenizer.pad_token_id is not None else self.tokenizer.eos_token_id
         input_ids = torch.tensor([prompt_ids] * n, device=self.device)
         kwargs: dict[str, Any] = dict(
@@ -261,14 +266,15 @@ class _RowStreamer:
 
 
 class _StopWhen:
-    """Stopping criterion, per row: the caller cancelled, or the row's first code block is complete.
+    """Stopping criterion, per row: the caller cancelled, or the row is done (:func:`row_is_done`:
+    its first code block is complete, or the options' own rule says so).
 
     ``finished_at[row]`` is the sequence length at which the row stopped (None while it runs),
     so tokens a model without an end-of-text token keeps writing after that are cut off.
     """
 
-    def __init__(self, tokenizer: Any, prompt_len: int, cancel: threading.Event, after_code: bool):
-        self.tokenizer, self.prompt_len, self.cancel, self.after_code = tokenizer, prompt_len, cancel, after_code
+    def __init__(self, tokenizer: Any, prompt_len: int, cancel: threading.Event, options: GenerationOptions):
+        self.tokenizer, self.prompt_len, self.cancel, self.options = tokenizer, prompt_len, cancel, options
         self.finished_at: list[int | None] = []
 
     def __call__(self, input_ids: Any, scores: Any, **kwargs: Any) -> Any:
@@ -277,26 +283,45 @@ class _StopWhen:
         rows, length = input_ids.shape
         if len(self.finished_at) != rows:
             self.finished_at = [None] * rows
+        watching = self.options.stop_after_code or self.options.stop_when is not None
         for row in range(rows):
             if self.finished_at[row] is not None:
                 continue
             if self.cancel.is_set():
                 self.finished_at[row] = length
-            elif self.after_code:
+            elif watching:
                 tail = self.tokenizer.decode(input_ids[row, self.prompt_len :], skip_special_tokens=True)
-                if CLOSED_FENCE.search(tail):
+                if row_is_done(tail, self.options):
                     self.finished_at[row] = length
         done = [at is not None for at in self.finished_at]
         return torch.tensor(done, dtype=torch.bool, device=input_ids.device)
 
 
+# Device files of GPU drivers: without any of them there is no GPU, and torch need not be imported
+# (which costs seconds and hundreds of MB) to find that out.
+GPU_DEVICE_FILES = ("/dev/nvidia0", "/dev/nvidiactl", "/dev/kfd", "/dev/dxg")
+
+
+def gpu_available() -> bool:
+    """Whether torch sees a usable CUDA (or ROCm) GPU; answered without importing torch when no
+    GPU driver is present."""
+    if not any(Path(p).exists() for p in GPU_DEVICE_FILES):
+        return False
+    try:
+        import torch
+
+        return bool(torch.cuda.is_available())
+    except Exception:  # a broken driver or torch: no usable GPU
+        return False
+
+
 def resolve_device(device: str = "auto") -> str:
     """'auto' -> 'cuda' when a usable GPU is present, else 'cpu'. A requested GPU must work."""
-    import torch
-
     if device == "auto":
-        return "cuda" if torch.cuda.is_available() else "cpu"
+        return "cuda" if gpu_available() else "cpu"
     if device.startswith("cuda"):
+        import torch
+
         try:
             usable = torch.cuda.is_available() and torch.zeros(1, device=device) is not None
         except Exception as exc:  # a dead or busy GPU raises here, not at is_available()
@@ -340,14 +365,15 @@ def cpu_has_bf16(cpuinfo: str | Path = "/proc/cpuinfo") -> bool:
     return False
 
 
-def resolve_source(source: str) -> str:
-    """Turn a preset name, a GGUF file or a directory into something from_pretrained loads."""
+def resolve_source(source: str, dtype: str = "float32") -> str:
+    """Turn a preset name, a GGUF file or a directory into something from_pretrained loads (a GGUF
+    file: its conversion to ``dtype``)."""
     if presets.find_preset(source):
-        return str(presets.prepare_preset(source))
+        return str(presets.prepare_preset(source, dtype))
     path = Path(source).expanduser()
     if path.is_file() and path.suffix == ".gguf":
         try:
-            return str(presets.convert_gguf(path))
+            return str(presets.convert_gguf(path, dtype))
         except Exception as exc:
             raise ModelLoadError(f"Could not read the GGUF file {path}: {exc}") from None
     if path.is_dir():
@@ -371,7 +397,7 @@ def load_transformers(source: str, device: str, dtype: str, adapter: str = "") -
     from transformers.utils import logging as hf_logging
 
     start = time.perf_counter()
-    resolved = resolve_source(source)
+    resolved = resolve_source(source, dtype)
     info = read_adapter(adapter) if adapter else None
     if info is not None:
         check_base(info, model_directory(resolved), source, adapter)

@@ -5,9 +5,10 @@ packages from the package index (``data/partNN.bin`` inside each). We never impo
 their code: ``importlib.util.find_spec`` locates each package's folder, the parts are
 concatenated in order, and the SHA-256 of the result must match the value pinned here.
 
-De-quantising a GGUF with ``transformers`` takes about a minute on a laptop CPU, so the first
-load converts the model once into a safetensors directory under the cache
-(:func:`cache_dir`); every later load reads that directory in a few seconds.
+llama.cpp runs the assembled GGUF file as it is (:func:`gguf_file`). For transformers (a GPU, or
+``--backend torch``), de-quantising a GGUF takes about a minute on a laptop CPU, so its first load
+converts the model once into a safetensors directory under the cache (:func:`cache_dir`); every
+later load reads that directory in a few seconds.
 
 The packages are third-party re-uploads of Qwen2.5-Coder (Apache-2.0 upstream) with names
 that say nothing about their content; that is why versions are pinned exactly and the hash is
@@ -137,28 +138,33 @@ def assemble_gguf(preset: Preset) -> Path:
     return target
 
 
-def converted_dir(gguf: Path) -> Path:
-    """Cache directory for the safetensors conversion of one GGUF file.
+def converted_dir(gguf: Path, dtype: str = "float32") -> Path:
+    """Cache directory for the safetensors conversion of one GGUF file to ``dtype``.
 
     Keyed by name, size and a hash of the file's first 4 MiB (header, metadata and the first
     tensors), so two different files that share a name and a size do not share a conversion.
+    One copy per dtype: a model is loaded in the dtype it is stored in, so its weights are used
+    straight from the file (memory-mapped) instead of being read in one dtype and cast to another,
+    which held both copies at once (10.9 GB for the default model's 3.1 GB of bf16 weights).
     """
     size = gguf.stat().st_size
     with gguf.open("rb") as handle:
         head = hashlib.sha256(handle.read(4 << 20)).hexdigest()[:12]
-    return cache_dir() / "converted" / f"{gguf.stem}-{size}-{head}"
+    suffix = "" if dtype == "float32" else f"-{dtype}"  # fp32 copies made before dtypes were keyed keep working
+    return cache_dir() / "converted" / f"{gguf.stem}-{size}-{head}{suffix}"
 
 
-def convert_gguf(gguf: Path) -> Path:
-    """De-quantise a GGUF once into a safetensors directory and return that directory."""
-    target = converted_dir(gguf)
+def convert_gguf(gguf: Path, dtype: str = "float32") -> Path:
+    """De-quantise a GGUF once into a safetensors directory in ``dtype`` and return that directory."""
+    target = converted_dir(gguf, dtype)
     if (target / "config.json").is_file():
         return target
+    import torch
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
-    log.info("Converting %s to safetensors once (about a minute; later loads take seconds)", gguf.name)
+    log.info("Converting %s to %s safetensors once (about a minute; later loads take seconds)", gguf.name, dtype)
     tokenizer = AutoTokenizer.from_pretrained(str(gguf.parent), gguf_file=gguf.name)
-    model = AutoModelForCausalLM.from_pretrained(str(gguf.parent), gguf_file=gguf.name)
+    model = AutoModelForCausalLM.from_pretrained(str(gguf.parent), gguf_file=gguf.name, dtype=getattr(torch, dtype))
     # transformers refuses to save a GGUF-loaded model, although its weights are already
     # plain de-quantised tensors; dropping the quantizer marker makes it an ordinary model.
     model.hf_quantizer = None
@@ -181,19 +187,37 @@ def convert_gguf(gguf: Path) -> Path:
     return target
 
 
-def prepare_preset(name: str) -> Path:
-    """Return a loadable model directory for a preset, assembling and converting on first use."""
+def prepare_preset(name: str, dtype: str = "float32") -> Path:
+    """Return a loadable model directory for a preset in ``dtype``, assembling and converting on first use."""
     preset = find_preset(name)
     if preset is None:
         raise ModelLoadError(f"Unknown preset {name!r}; known: {', '.join([*ALIASES, *PRESETS])}")
     gguf = assemble_gguf(preset)
-    return convert_gguf(gguf)
+    return convert_gguf(gguf, dtype)
 
 
-def is_prepared(name: str) -> bool:
-    """True when a preset's converted directory is already in the cache (loads in seconds)."""
+def gguf_file(source: str) -> Path:
+    """The GGUF file of a preset (assembled once, never converted) or of a ``.gguf`` path."""
+    preset = find_preset(source)
+    if preset is not None:
+        return assemble_gguf(preset)
+    path = Path(source).expanduser()
+    if not path.is_file():
+        raise ModelLoadError(f"No model at {path}: the path does not exist." if not path.exists()
+                             else f"{path} is not a GGUF file.")
+    return path
+
+
+def is_assembled(name: str) -> bool:
+    """True when a preset's GGUF file is already in the cache (llama.cpp loads it in seconds)."""
+    preset = find_preset(name)
+    return preset is not None and (cache_dir() / f"{preset.name}-{preset.sha256[:12]}.gguf").is_file()
+
+
+def is_prepared(name: str, dtype: str = "float32") -> bool:
+    """True when a preset's converted directory in ``dtype`` is already in the cache (loads in seconds)."""
     preset = find_preset(name)
     if preset is None:
         return False
     gguf = cache_dir() / f"{preset.name}-{preset.sha256[:12]}.gguf"
-    return gguf.is_file() and (converted_dir(gguf) / "config.json").is_file()
+    return gguf.is_file() and (converted_dir(gguf, dtype) / "config.json").is_file()

@@ -29,7 +29,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..errors import ModelLoadError, ModelServerError
-from .base import CLOSED_FENCE, BatchingBackend, ChatMessage, Generation, GenerationOptions, RowTokenCallback
+from .base import BatchingBackend, ChatMessage, Generation, GenerationOptions, RowTokenCallback, row_is_done
 
 log = logging.getLogger(__name__)
 
@@ -187,7 +187,7 @@ class ServerBackend(BatchingBackend):
                             stream.tokens[row] += 1  # servers send about one token per chunk
                             if on_token:
                                 on_token(row_offset + row, text)
-                            if options.stop_after_code and CLOSED_FENCE.search(stream.texts[row]):
+                            if row_is_done(stream.texts[row], options):
                                 stream.finished[row] = True
                         if choice.get("finish_reason"):
                             stream.finished[row] = stream.ended[row] = True

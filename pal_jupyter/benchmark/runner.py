@@ -6,7 +6,7 @@ Each row needs a question (``question`` or ``input``) and an answer: GSM8K's ``a
 Rows may carry ``variables`` (name -> object, e.g. DataFrames), handed to the program as
 ``%%pal --use`` would (see :mod:`pal_jupyter.dataframe_suite`).
 
-Several settings (``Config``: samples per round, dtype, prompt style) can be compared in one
+Several settings (``Config``: samples per round, runtime, dtype, prompt style) can be compared in one
 run: every question is answered under each of them in turn, so a noisy, shared machine slows
 all of them alike and the ratios stay fair.
 
@@ -42,6 +42,7 @@ class Config:
 
     samples: int = 1
     dtype: str = "auto"
+    backend: str = "auto"  # the runtime of a local model: auto, torch or llamacpp
     prompt: str | None = None  # None: the model's own (an adapter's), else the measured default
     temperature: float | None = None  # None: greedy for k = 1, the sampling default for k > 1
     guard: bool = True  # refuse programs that overwrite the variables handed over
@@ -50,7 +51,8 @@ class Config:
     def label(self) -> str:
         temperature = "" if self.temperature is None else f" T={self.temperature:g}"
         guard = "" if self.guard else " no-guard"
-        return f"k={self.samples} {self.dtype} {self.prompt or 'default-prompt'}{temperature}{guard}"
+        runtime = "" if self.backend == "auto" else f"{self.backend} "
+        return f"k={self.samples} {runtime}{self.dtype} {self.prompt or 'default-prompt'}{temperature}{guard}"
 
 
 @dataclass
@@ -271,8 +273,9 @@ def format_summaries(summaries: list[dict[str, Any]]) -> str:
 
 
 def _label(summary: dict[str, Any]) -> str:
-    """The config's label with the dtype it resolved to ('auto' says little in a report)."""
-    config = dict(summary["config"], dtype=summary.get("dtype", summary["config"]["dtype"]))
+    """The config's label with the runtime and dtype it resolved to ('auto' says little in a report)."""
+    config = dict(summary["config"], dtype=summary.get("dtype", summary["config"]["dtype"]),
+                  backend=summary.get("runtime", summary["config"].get("backend", "auto")))
     return Config(**config).label
 
 

@@ -12,7 +12,8 @@ from pathlib import Path
 from collections.abc import Callable
 from typing import Any, NoReturn
 
-from ..backends import load_model, presets
+from ..backends import choose_runtime, load_model, presets
+from ..backends.huggingface import resolve_device, resolve_dtype
 from ..engine import prompts
 from ..engine.console import ConsoleObserver
 from ..engine.loop import solve
@@ -48,7 +49,7 @@ def _prompt_option(text: str) -> str:
 
 
 # Options the benchmark compares side by side: several comma-separated values make several configs.
-COMPARED = ("samples", "dtype", "temperature")
+COMPARED = ("samples", "backend", "dtype", "temperature")
 
 
 def _add_engine_options(parser: argparse.ArgumentParser, *, compare: bool = False) -> None:
@@ -192,17 +193,25 @@ def _text_argument(text: str) -> str:
     return os.fsencode(text).decode("utf-8", errors="replace")
 
 
-def _load(settings: Settings, dtype: str | None = None) -> Any:
-    """The model the settings name (at ``dtype`` instead of theirs when given), saying what happens."""
-    model = settings.model
-    if presets.find_preset(model) and not presets.is_prepared(model):
-        print(f"First use of {model!r}: assembling and converting the model once into "
-              f"{presets.cache_dir()} (about 1-2 minutes) ...", file=sys.stderr, flush=True)
+def _load(settings: Settings, dtype: str | None = None, backend: str | None = None) -> Any:
+    """The model the settings name (with another dtype or runtime when given), saying what happens."""
+    model, dtype, backend = settings.model, dtype or settings.dtype, backend or settings.backend
+    if presets.find_preset(model) and not settings.adapter:
+        runtime = choose_runtime(model, backend, device=settings.device, dtype=dtype).name
+        if runtime == "llamacpp" and not presets.is_assembled(model):
+            print(f"First use of {model!r}: assembling the model file once into {presets.cache_dir()} ...",
+                  file=sys.stderr, flush=True)
+        elif runtime == "torch" and not presets.is_prepared(model, resolve_dtype(dtype, resolve_device(settings.device))):
+            print(f"First use of {model!r} with transformers: converting the model once into "
+                  f"{presets.cache_dir()} (about 1-2 minutes) ...", file=sys.stderr, flush=True)
     print(f"Loading model {model!r} ...", file=sys.stderr, flush=True)
-    backend = load_model(model, device=settings.device, dtype=dtype or settings.dtype, adapter=settings.adapter,
-                         server_timeout=settings.server_timeout)
-    print(f"Model ready on {backend.device} ({backend.dtype}) in {backend.load_seconds:.1f} s", file=sys.stderr, flush=True)
-    return backend
+    loaded = load_model(model, device=settings.device, dtype=dtype, adapter=settings.adapter, backend=backend,
+                        server_timeout=settings.server_timeout)
+    runtime = getattr(loaded, "runtime", f"{loaded.device} ({loaded.dtype})")
+    reason = getattr(loaded, "runtime_reason", "")
+    print(f"Model ready in {loaded.load_seconds:.1f} s: {runtime}" + (f"; {reason}" if reason else ""),
+          file=sys.stderr, flush=True)
+    return loaded
 
 
 def cmd_bench(args: argparse.Namespace) -> int:
@@ -213,21 +222,23 @@ def cmd_bench(args: argparse.Namespace) -> int:
     rows = read_rows(args.data, args.limit, args.offset)
     if not rows:
         raise PalError(f"No rows in {args.data} (offset {args.offset}).")
-    configs = [Config(samples=k, dtype=d, prompt=p, temperature=t, guard=g)
-               for d in args.dtype for p in args.prompt for t in args.temperature for g in args.data_guard
-               for k in args.samples]
+    configs = [Config(samples=k, dtype=d, backend=b, prompt=p, temperature=t, guard=g)
+               for b in args.backend for d in args.dtype for p in args.prompt for t in args.temperature
+               for g in args.data_guard for k in args.samples]
     for config in configs:  # every combination must be a valid setting before any model loads
-        _settings(args, samples=config.samples, dtype=config.dtype, temperature=config.temperature)
+        _settings(args, samples=config.samples, dtype=config.dtype, backend=config.backend,
+                  temperature=config.temperature)
     settings = _settings(args)
-    loaded: dict[str, Any] = {}
+    loaded: dict[tuple[str, str], Any] = {}
 
     def backend_for(config: Config) -> Any:
-        if config.dtype not in loaded:
-            loaded[config.dtype] = _load(settings, config.dtype)
-        return loaded[config.dtype]
+        key = (config.backend, config.dtype)
+        if key not in loaded:
+            loaded[key] = _load(settings, config.dtype, config.backend)
+        return loaded[key]
 
-    for dtype in args.dtype:  # load up front: loading is not part of any question's time
-        backend_for(Config(dtype=dtype))
+    for config in configs:  # load up front: loading is not part of any question's time
+        backend_for(config)
     with KernelPool(settings.limits(), warm=max(args.samples)) as pool:
         trace = TraceWriter(args.trace) if args.trace else None
         results = []
@@ -252,7 +263,7 @@ def cmd_bench(args: argparse.Namespace) -> int:
         summary = summarize([r for r in results if r.config == config], model=backend.name,
                             load_seconds=getattr(backend, "load_seconds", 0.0), check_answers=args.check_answers)
         summary.update(data=str(args.data), offset=args.offset, max_attempts=settings.max_attempts,
-                       device=backend.device, dtype=backend.dtype)
+                       device=backend.device, dtype=backend.dtype, runtime=_runtime_name(backend))
         summaries.append(summary)
     print(format_summaries(summaries))
     stem = f"{Path(str(args.data)).stem}-{Path(str(settings.model)).name}-{time.strftime('%Y%m%d-%H%M%S')}"
@@ -261,12 +272,21 @@ def cmd_bench(args: argparse.Namespace) -> int:
     return 0
 
 
+def _runtime_name(backend: Any) -> str:
+    """'llamacpp', 'torch' or 'server': which runtime a loaded backend is."""
+    from ..backends import LlamaCppBackend, TransformersBackend
+
+    return ("llamacpp" if isinstance(backend, LlamaCppBackend) else "torch" if isinstance(backend, TransformersBackend)
+            else "server")
+
+
 def _tally(results: list[Any], configs: list[Any]) -> dict[str, str]:
     """The progress bar's running score per config."""
     tally = {}
     for config in configs:
         done = [r for r in results if r.config == config]
-        tally[f"k{config.samples}" + (f"-{config.dtype[:4]}" if len({c.dtype for c in configs}) > 1 else "")
+        tally[f"k{config.samples}" + (f"-{config.backend}" if len({c.backend for c in configs}) > 1 else "")
+              + (f"-{config.dtype[:4]}" if len({c.dtype for c in configs}) > 1 else "")
               + (f"-{config.prompt or 'default'}" if len({c.prompt for c in configs}) > 1 else "")
               + (f"-T{config.temperature:g}" if len({c.temperature for c in configs}) > 1 else "")
               + ("" if config.guard or len({c.guard for c in configs}) == 1 else "-noguard")] = \
@@ -356,6 +376,9 @@ def cmd_models(args: argparse.Namespace) -> int:
         except PalError:
             state = f"not installed ({preset.install_hint()})"
         print(f"{name} [{', '.join(aliases)}]: {preset.description}; {state}")
+    runtime = choose_runtime(presets.DEFAULT_MODEL)
+    print(f"runtime for the presets here: {'llama.cpp' if runtime.name == 'llamacpp' else 'transformers'}; "
+          f"{runtime.reason}")
     return 0
 
 

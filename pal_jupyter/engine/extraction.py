@@ -173,6 +173,35 @@ def replaced_variables(code: str, names: set[str] | frozenset[str]) -> list[Repl
     return sorted(found, key=lambda r: r.lineno)
 
 
+_OPENING_FENCE = re.compile(r"^[ \t]*```[ \t]*(?:python3?|py|ipython3?)?[ \t]*\n", re.MULTILINE | re.IGNORECASE)
+_ASSIGNMENT = re.compile(r"^[ \t]*([A-Za-z_]\w*)[ \t]*(?::[^=\n]*)?=(?!=)(.*)$")
+
+
+def replacement_started(reply: str, names: set[str] | frozenset[str]) -> Replacement | None:
+    """The line where a program being written starts replacing one of ``names``, if it has.
+
+    Made for a reply that is still streaming: only finished lines of the first code block are read,
+    one at a time (a statement may not be complete yet, so nothing is parsed as a whole). A line
+    ``sales = <anything that does not read sales>``, e.g. ``sales = pd.DataFrame({``, starts invented
+    data; the model can be stopped right there instead of writing the whole table.
+    :func:`replaced_variables` stays the full check of a finished program.
+    """
+    if not names:
+        return None
+    fence = _OPENING_FENCE.search(reply)
+    if fence is None:
+        return None
+    body = reply[fence.end():]
+    finished = body[: body.rfind("\n") + 1] if "\n" in body else ""
+    for lineno, line in enumerate(finished.splitlines(), start=1):
+        if line.strip().startswith("```"):
+            return None  # the block has ended
+        match = _ASSIGNMENT.match(line)
+        if match and match.group(1) in names and not re.search(rf"\b{match.group(1)}\b", match.group(2)):
+            return Replacement(match.group(1), lineno, line.strip())
+    return None
+
+
 def _bound_names(targets: list[ast.expr]) -> set[str]:
     """Plain names bound by assignment targets (``a``, ``a, b``, ``[a, *b]``; not ``a[0]`` or ``a.x``)."""
     bound: set[str] = set()

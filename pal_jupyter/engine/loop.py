@@ -15,6 +15,7 @@ next round draws ``samples`` corrections of it.
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import logging
 import time
 import uuid
@@ -28,7 +29,7 @@ from ..errors import EmptyQuestionError, KernelError, NoCodeError, SettingError
 from ..kernels import ExecutionResult, ExecutorLimits, KernelPool
 from ..kernels.executor import pickling_problem
 from . import prompts
-from .extraction import extract_code, free_names, replaced_variables
+from .extraction import extract_code, free_names, replaced_variables, replacement_started
 from .records import Attempt, Session, Vote
 from .trace import TraceWriter
 from .vote import mark_off_target, read_answer, take_vote
@@ -124,6 +125,7 @@ def solve(
             id=uuid.uuid4().hex[:12],
             question=question,
             model=backend.name,
+            runtime=getattr(backend, "runtime", ""),
             started_at=datetime.now(timezone.utc).isoformat(timespec="seconds"),
             variables=sorted(variables or {}),
             samples=samples,
@@ -206,7 +208,7 @@ class _Round:
         for attempt in attempts:
             self.observer.attempt_started(attempt)
         replies = generate_candidates(
-            self.backend, messages, self.samples, self.generation,
+            self.backend, messages, self.samples, self._options(),
             on_token=lambda row, text: self.observer.token(attempts[row], text),
         )
         for attempt, reply in zip(attempts, replies):
@@ -223,6 +225,15 @@ class _Round:
             self.observer.attempt_finished(attempt)
         return attempts
 
+    def _options(self) -> GenerationOptions:
+        """The generation options of a round: a program that starts replacing the data handed over
+        is stopped at that line (it would be refused anyway), so nobody waits for its invented table."""
+        names = frozenset(self.variables)
+        if not (self.guard_data and names):
+            return self.generation
+        return dataclasses.replace(self.generation,
+                                   stop_when=lambda text: replacement_started(text, names) is not None)
+
     def _read_reply(self, attempt: Attempt, reply: Generation) -> None:
         attempt.completion = reply.text
         attempt.prompt_tokens, attempt.completion_tokens = reply.prompt_tokens, reply.completion_tokens
@@ -234,7 +245,10 @@ class _Round:
             attempt.feedback = "No Python code block was found in the reply."
             return
         attempt.code, attempt.explanation = extracted.code, extracted.explanation
-        replaced = replaced_variables(attempt.code, frozenset(self.variables))
+        names = frozenset(self.variables)
+        replaced = replaced_variables(attempt.code, names)
+        if not replaced and (started := replacement_started(reply.text, names)) is not None:
+            replaced = [started]  # stopped as it began to replace the data: its code is unfinished
         attempt.replaced = [r.name for r in replaced]
         if replaced and self.guard_data:
             attempt.refusal = attempt.feedback = prompts.replaced_data_feedback(replaced)

@@ -15,7 +15,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from ..backends import SAMPLE_TEMPERATURE, GenerationOptions
+from ..backends import BACKENDS, SAMPLE_TEMPERATURE, GenerationOptions
 from ..errors import SettingError
 from ..kernels import ExecutorLimits
 from .loop import DEFAULT_SAMPLES, MAX_SAMPLES
@@ -143,8 +143,10 @@ OPTIONS: dict[str, Option] = {o.name: o for o in (
            "openai:MODEL@URL for a model server", flags=("-m",)),
     Option("adapter", str, "", "a LoRA adapter folder written by pal-jupyter train ('' = none)"),
     Option("device", str, "auto", "auto (the GPU when there is one), cpu, cuda, cuda:1 ..."),
-    Option("dtype", str, "auto", "auto: bf16 on a GPU or a CPU with AMX/AVX512-BF16, else fp32",
-           choices=("auto", "float32", "bfloat16", "float16")),
+    Option("backend", str, "auto", "how a local model runs: auto (transformers on a GPU, llama.cpp on a CPU), "
+           "torch (transformers) or llamacpp (the GGUF file as it is)", choices=BACKENDS),
+    Option("dtype", str, "auto", "auto: bf16 on a GPU or a CPU with AMX/AVX512-BF16, else fp32 (torch backend; "
+           "llama.cpp uses the GGUF file's own quantisation)", choices=("auto", "float32", "bfloat16", "float16")),
     Option("samples", int, DEFAULT_SAMPLES, "programs written and run per attempt; the answer most of them "
            "print wins", flags=("-k",), low=1, high=MAX_SAMPLES),
     Option("max_attempts", int, 3, "attempts per question, repairs included", flags=("-n",), low=1, high=10),
@@ -171,6 +173,7 @@ class Settings:
     model: str = OPTIONS["model"].default
     adapter: str = OPTIONS["adapter"].default
     device: str = OPTIONS["device"].default
+    backend: str = OPTIONS["backend"].default
     dtype: str = OPTIONS["dtype"].default
     samples: int = OPTIONS["samples"].default
     max_attempts: int = OPTIONS["max_attempts"].default

@@ -190,6 +190,7 @@ class Session:
     question: str
     model: str
     attempts: list[Attempt] = field(default_factory=list)
+    runtime: str = ""  # how the model ran, e.g. "llama.cpp (Q4_K_M GGUF, 2 threads)"
     started_at: str = ""  # ISO 8601, UTC
     seconds: float = 0.0
     variables: list[str] = field(default_factory=list)  # names sent into the child kernel

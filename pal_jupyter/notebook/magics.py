@@ -31,7 +31,7 @@ from .runtime import NotebookRuntime
 log = logging.getLogger(__name__)
 
 CHILD_KERNEL_VARIABLE = "PAL_JUPYTER_CHILD_KERNEL"  # set in every child kernel's environment
-CELL_OPTIONS = ("model", "adapter", "samples", "max_attempts", "timeout", "temperature", "seed",
+CELL_OPTIONS = ("model", "adapter", "backend", "samples", "max_attempts", "timeout", "temperature", "seed",
                 "isolation", "readable", "server_timeout")  # per-cell flags
 
 
@@ -55,6 +55,7 @@ class PalMagics(Magics):
     model = OPTIONS["model"].trait()
     adapter = OPTIONS["adapter"].trait()
     device = OPTIONS["device"].trait()
+    backend = OPTIONS["backend"].trait()
     dtype = OPTIONS["dtype"].trait()
     samples = OPTIONS["samples"].trait()
     max_attempts = OPTIONS["max_attempts"].trait()

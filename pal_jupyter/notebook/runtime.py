@@ -107,7 +107,7 @@ class NotebookRuntime:
 
     def backend(self, settings: Settings) -> ModelBackend:
         return load_model(settings.model, device=settings.device, dtype=settings.dtype, adapter=settings.adapter,
-                          server_timeout=settings.server_timeout)
+                          backend=settings.backend, server_timeout=settings.server_timeout)
 
     @property
     def classlog(self) -> ClassLog:

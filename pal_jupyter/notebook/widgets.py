@@ -374,7 +374,7 @@ class PalWidget(_LiveDisplay, SolveObserver):
 
     def session_started(self, session: Session) -> None:
         self.session = session
-        self.model = session.model
+        self.model = f"{session.model} on {session.runtime}" if session.runtime else session.model
         what = "a program" if session.samples == 1 else f"{session.samples} programs at once"
         self.set_status(f"the model is writing {what} ...")
 

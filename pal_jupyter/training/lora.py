@@ -105,7 +105,7 @@ def train(
     torch.manual_seed(settings.seed)
     device = resolve_device(device)
     dtype = resolve_dtype(dtype, device)
-    resolved = resolve_source(base)
+    resolved = resolve_source(base, dtype)
     tokenizer = AutoTokenizer.from_pretrained(resolved)
     model = AutoModelForCausalLM.from_pretrained(resolved, dtype=getattr(torch, dtype))
     trainable_tokens = None

@@ -1,0 +1,281 @@
+"""GGUF models on the CPU through llama.cpp: the packaged weights as they are, quantised in memory.
+
+:class:`LlamaCppBackend` runs llama.cpp's own server inside this process (the ``xllamacpp``
+binding) and sends it requests as Python dicts in OpenAI's chat format; its streamed chunks come
+back through a callback. Nothing is converted or de-quantised: a 1.1 GB Q4_K_M file is what sits
+in memory (mapped from the file), where the transformers path needs a bf16/fp32 copy of 3-7 GB.
+
+The k programs of one attempt are ONE request with ``n=k``. llama.cpp prefills the prompt once in
+one slot and copies its key/value cache to k-1 more, then decodes all k as one batch; a row leaves
+the batch when it ends (end of turn, token budget), so the rows still writing speed up. A row whose
+code block has closed is done for us; once every row is done the request is cancelled, so nobody
+waits for chatter after the code. The prompt's cache stays in its slot, and a RAM cache of recent
+prompts (:data:`PROMPT_CACHE_MIB`) keeps the fixed part (system message, worked examples) across
+repair prompts and questions: only what is new is prefilled.
+
+llama.cpp's server always listens for HTTP too. It is bound to a Unix socket in a private folder
+(mode 0700) and guarded by a random key, so nothing else on the machine can use it.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import queue
+import secrets
+import shutil
+import tempfile
+import threading
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from ..errors import ModelLoadError, PalError
+from .base import BatchingBackend, ChatMessage, Generation, GenerationOptions, RowTokenCallback, row_is_done
+from .gguf_file import GgufInfo, read_gguf_info
+
+log = logging.getLogger(__name__)
+
+#: Pinned, tested version of the binding (pyproject.toml pins the same).
+XLLAMACPP_VERSION = "2026.10.11549"
+#: Slots: programs that can be written at once (the engine's MAX_SAMPLES).
+SLOTS = 16
+#: Key/value cache cells shared by all slots (one unified cache: a prompt copied to k slots is stored
+#: once). Enough for a long prompt plus 16 programs of 512 tokens.
+CONTEXT = 16384
+#: RAM for llama.cpp's cache of earlier prompts' key/value states (a 600-token prompt of the
+#: default model is about 17 MB).
+PROMPT_CACHE_MIB = 256
+#: Prompt tokens prefilled per step. Progress is reported after each step, which is also when a
+#: cancelled request stops, so this bounds how long Ctrl-C waits during a long prefill.
+PREFILL_BATCH = 256
+#: transformers samples with top-k 50 when the model's generation config does not say otherwise (it
+#: does not for the packaged models), and applies the temperature before top-k/top-p. The same here,
+#: so that both backends draw programs from the same distribution.
+TOP_K = 50
+SAMPLERS = ["top_k", "temperature", "top_p"]
+
+_END = object()
+
+
+def available() -> bool:
+    """Whether the llama.cpp binding is installed (without importing it: that loads the library)."""
+    import importlib.util
+
+    return importlib.util.find_spec("xllamacpp") is not None
+
+
+def default_threads() -> int:
+    """The CPUs this process may use (llama.cpp's decode gains nothing from more threads than cores)."""
+    try:
+        return max(1, len(os.sched_getaffinity(0)))
+    except (AttributeError, OSError):
+        return max(1, os.cpu_count() or 1)
+
+
+@dataclass
+class _Row:
+    """One program being written: its text so far and what it cost."""
+
+    text: str = ""
+    tokens: int = 0
+    done: bool = False  # no more text wanted: its code block closed, or the server finished it
+    ended: bool = False  # the server finished it
+    timings: dict[str, float] = field(default_factory=dict)  # llama.cpp's own, as of its last piece
+
+
+@dataclass
+class LlamaCppBackend(BatchingBackend):
+    """A GGUF model served by llama.cpp inside this process (see the module docstring)."""
+
+    server: Any = field(repr=False)
+    gguf: GgufInfo
+    name: str
+    threads: int
+    load_seconds: float = 0.0
+    slots: int = SLOTS
+    context: int = CONTEXT
+    device: str = "cpu"
+    prefix: str = ""  # adapters run on the torch backend; kept for the engine's interface
+    prompt_style: str | None = None
+    runtime_reason: str = ""  # why this runtime was chosen (registry.choose_runtime)
+    # llama.cpp's own timings of the last request, per program (prefill and decode speed, cached
+    # prompt tokens): what benchmarks compare the binding's speed against.
+    last_timings: list[dict[str, float]] = field(default_factory=list, repr=False)
+    _socket_dir: str = field(default="", repr=False)
+
+    @property
+    def dtype(self) -> str:
+        """What the weights are in memory: the file's quantisation (e.g. ``Q4_K_M``)."""
+        return self.gguf.file_type
+
+    @property
+    def runtime(self) -> str:
+        return f"llama.cpp ({self.gguf.file_type} GGUF, {self.threads} threads)"
+
+    def generate_many(
+        self,
+        messages: Sequence[ChatMessage],
+        n: int,
+        options: GenerationOptions | None = None,
+        on_token: RowTokenCallback | None = None,
+    ) -> list[Generation]:
+        """``n`` completions of ``messages``: one request, one prefill, one batch; ``on_token(row, text)``
+        streams them."""
+        if n < 1:
+            raise ValueError("n must be at least 1")
+        if n > self.slots:
+            raise PalError(f"llama.cpp was started with {self.slots} slots: at most {self.slots} programs at once.")
+        options = options or GenerationOptions()
+        start = time.perf_counter()
+        body = self._request(messages, n, options)
+        rows = [_Row() for _ in range(n)]
+        stats: dict[str, float] = {}
+        for row, text in self._stream(body, rows, options, stats):
+            if on_token:
+                on_token(row, text)
+        self.last_timings = [row.timings for row in rows]
+        seconds = time.perf_counter() - start
+        first = stats.get("first_token_s")
+        return [Generation(r.text, int(stats.get("prompt_tokens", 0)), r.tokens, seconds, first) for r in rows]
+
+    def _request(self, messages: Sequence[ChatMessage], n: int, options: GenerationOptions) -> dict[str, Any]:
+        temperature = options.temperature_for(n)
+        body: dict[str, Any] = {
+            "messages": [dict(m) for m in messages], "n": n, "stream": True,
+            "max_tokens": options.max_new_tokens, "temperature": temperature,
+            "cache_prompt": True, "timings_per_token": True, "return_progress": True,
+        }
+        if temperature > 0:
+            body.update(top_k=TOP_K, top_p=options.top_p, min_p=0.0, samplers=SAMPLERS)
+        if options.seed is not None:
+            body["seed"] = options.seed
+        return body
+
+    def _stream(self, body: dict[str, Any], rows: list[_Row], options: GenerationOptions,
+                stats: dict[str, float]) -> Any:
+        """Run the request in a worker thread and yield ``(row, new text)`` in the caller's thread.
+
+        The caller's thread stays interruptible (Ctrl-C, a Jupyter interrupt, a stop button): on
+        any exception the request is cancelled, which llama.cpp honours at its next step.
+        """
+        chunks: queue.Queue[Any] = queue.Queue()
+        cancel = threading.Event()
+
+        def callback(chunk: Any) -> bool:
+            chunks.put(chunk)
+            return cancel.is_set()
+
+        def worker() -> None:
+            try:
+                self.server.handle_chat_completions(body, callback)
+            except BaseException as exc:  # re-raised in the caller's thread
+                chunks.put(exc)
+            finally:
+                chunks.put(_END)
+
+        start = time.perf_counter()
+        thread = threading.Thread(target=worker, name="pal-llamacpp", daemon=True)
+        thread.start()
+        try:
+            while (chunk := chunks.get()) is not _END:
+                if isinstance(chunk, BaseException):
+                    raise chunk
+                yield from self._read_chunk(chunk, rows, options, stats, start)
+                if all(row.done for row in rows):
+                    cancel.set()  # every program is complete: stop the rest (chatter after the code)
+        except BaseException:
+            cancel.set()  # the worker ends at llama.cpp's next step; it holds no lock of ours
+            raise
+        thread.join()
+        if not any(row.text for row in rows) and not all(row.ended for row in rows):
+            raise PalError("llama.cpp ended the request without writing anything; ask again.")
+
+    def _read_chunk(self, chunk: Any, rows: list[_Row], options: GenerationOptions,
+                    stats: dict[str, float], start: float) -> Any:
+        """Yield the new text of one streamed chunk. llama.cpp sends one program's piece per chunk,
+        with that program's own timings (``timings_per_token``), also during the prefill."""
+        if not isinstance(chunk, dict):
+            return
+        if chunk.get("error") or (chunk.get("code") and "choices" not in chunk):
+            raise PalError(f"llama.cpp refused the request: {_error_message(chunk)}")
+        for choice in chunk.get("choices") or []:
+            index = int(choice.get("index", 0))
+            if index >= len(rows):
+                continue
+            row = rows[index]
+            timings = chunk.get("timings")
+            if isinstance(timings, dict):
+                row.timings = timings
+                if not row.done:  # what it wrote after it was done is not part of the program
+                    row.tokens = int(timings.get("predicted_n", row.tokens))
+                stats["prompt_tokens"] = timings.get("prompt_n", 0) + timings.get("cache_n", 0)
+            text = (choice.get("delta") or {}).get("content") or ""
+            if text and not row.done:
+                stats.setdefault("first_token_s", time.perf_counter() - start)
+                row.text += text
+                yield index, text
+                row.done = row_is_done(row.text, options)
+            if choice.get("finish_reason"):
+                row.done = row.ended = True
+
+    def close(self) -> None:
+        """Stop llama.cpp and free the model (also done when the backend is garbage-collected)."""
+        server, self.server = self.server, None
+        del server  # the binding's destructor stops the server loop and frees the model
+        if self._socket_dir:
+            shutil.rmtree(self._socket_dir, ignore_errors=True)
+            self._socket_dir = ""
+
+    def __del__(self) -> None:
+        if getattr(self, "_socket_dir", ""):
+            shutil.rmtree(self._socket_dir, ignore_errors=True)
+
+
+def _error_message(chunk: dict[str, Any]) -> str:
+    error = chunk.get("error", chunk)
+    message = error.get("message", error) if isinstance(error, dict) else error
+    return str(message).strip()[:300] or "no reason given"
+
+
+def load_llamacpp(gguf_path: str | Path, name: str, threads: int | None = None, slots: int = SLOTS,
+                  context: int = CONTEXT) -> LlamaCppBackend:
+    """Start llama.cpp on the GGUF file at ``gguf_path`` (``name`` is how the user called the model)."""
+    start = time.perf_counter()
+    info = read_gguf_info(gguf_path)  # a damaged file gets a precise line, before llama.cpp sees it
+    if not info.has_chat_template:
+        raise ModelLoadError(f"{info.path} carries no chat template, so llama.cpp cannot ask it questions in "
+                             "turns. Use a chat/instruct model's GGUF, or --backend torch with a model folder.")
+    try:
+        import xllamacpp
+    except ImportError:
+        raise ModelLoadError(f"The llama.cpp backend needs xllamacpp: pip install xllamacpp=={XLLAMACPP_VERSION} "
+                             "(or use --backend torch).") from None
+    threads = threads or default_threads()
+    socket_dir = tempfile.mkdtemp(prefix="pal-llamacpp-")  # mode 0700: only this user can reach the socket
+    params = xllamacpp.CommonParams()
+    params.model.path = str(info.path)
+    params.n_ctx = context
+    params.n_parallel = slots
+    params.kv_unified = True
+    params.n_batch = params.n_ubatch = PREFILL_BATCH
+    params.cache_ram_mib = PROMPT_CACHE_MIB
+    params.cpuparams.n_threads = params.cpuparams_batch.n_threads = threads
+    params.n_gpu_layers = 0
+    params.hostnames = [os.path.join(socket_dir, "llama.sock")]
+    params.api_keys = [secrets.token_urlsafe(24)]
+    params.endpoint_metrics = params.endpoint_slots = False
+    params.verbosity = -1 if not log.isEnabledFor(logging.DEBUG) else 3  # llama.cpp logs to the process's stderr
+    params.warmup = True
+    try:
+        server = xllamacpp.Server(params)
+    except Exception as exc:  # llama.cpp says only "failed to init": the header check above ran already
+        shutil.rmtree(socket_dir, ignore_errors=True)
+        raise ModelLoadError(f"llama.cpp could not load {info.path} ({info.description}): {exc} It may be an "
+                             "architecture this llama.cpp does not know; try --backend torch.") from None
+    seconds = time.perf_counter() - start
+    log.info("Loaded %s with llama.cpp (%s, %d threads) in %.1f s", name, info.description, threads, seconds)
+    return LlamaCppBackend(server, info, name=name, threads=threads, load_seconds=seconds, slots=slots,
+                           context=context, _socket_dir=socket_dir)

@@ -1,0 +1,215 @@
+"""The llama.cpp backend with a real GGUF file (the tiny random model: junk text, real mechanics).
+
+llama.cpp loads the tiny file in milliseconds, so these tests run the real binding end to end:
+k programs in one request, streaming per program, seeds, per-program stopping, interrupts, the
+choice of runtime, and what a damaged file does (one line, never a crash of this process).
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from pathlib import Path
+
+import pytest
+
+from pal_jupyter.backends import (
+    GenerationOptions,
+    LlamaCppBackend,
+    choose_runtime,
+    clear_model_cache,
+    load_model,
+)
+from pal_jupyter.backends.gguf_file import read_gguf_info
+from pal_jupyter.errors import ModelLoadError, PalError
+from tiny_model import build_tiny_gguf
+
+MESSAGES = [
+    {"role": "system", "content": "Write Python."},
+    {"role": "user", "content": "If a train travels 60 mph for 2.5 hours, how far does it go?"},
+]
+
+
+@pytest.fixture(scope="module")
+def tiny(tiny_gguf: Path) -> LlamaCppBackend:
+    backend = load_model(str(tiny_gguf), backend="llamacpp")
+    assert isinstance(backend, LlamaCppBackend)
+    return backend
+
+
+def _sampled(tokens: int, seed: int | None = 1, **kwargs) -> GenerationOptions:
+    return GenerationOptions(max_new_tokens=tokens, temperature=1.0, seed=seed, stop_after_code=False, **kwargs)
+
+
+def test_k_programs_come_from_one_request_and_stream_per_program(tiny):
+    streamed: dict[int, str] = {}
+    rows = tiny.generate_many(MESSAGES, 3, _sampled(12),
+                              on_token=lambda row, text: streamed.__setitem__(row, streamed.get(row, "") + text))
+    assert len(rows) == 3
+    assert [streamed.get(i, "") for i in range(3)] == [r.text for r in rows], "each program streams exactly its text"
+    assert all(0 < r.completion_tokens <= 12 for r in rows)
+    assert len({r.text for r in rows}) > 1, "sampled programs differ"
+    assert rows[0].prompt_tokens > 10 and rows[0].first_token_s is not None
+    assert tiny.dtype == "Q8_0" and tiny.device == "cpu" and "llama.cpp" in tiny.runtime
+
+
+def test_a_seed_repeats_the_programs_and_another_seed_does_not(tiny):
+    first = [r.text for r in tiny.generate_many(MESSAGES, 2, _sampled(10, seed=7))]
+    again = [r.text for r in tiny.generate_many(MESSAGES, 2, _sampled(10, seed=7))]
+    other = [r.text for r in tiny.generate_many(MESSAGES, 2, _sampled(10, seed=8))]
+    assert first == again
+    assert first != other
+
+
+def test_greedy_is_deterministic(tiny):
+    options = GenerationOptions(max_new_tokens=10, stop_after_code=False)
+    assert tiny.generate(MESSAGES, options).text == tiny.generate(MESSAGES, options).text
+
+
+def test_each_program_stops_on_its_own_rule(tiny):
+    """A program that stop_when rejects ends at once; the request ends when every program is done."""
+    rows = tiny.generate_many(MESSAGES, 3, _sampled(200, stop_when=lambda text: len(text) >= 3))
+    assert all(r.completion_tokens < 20 for r in rows), [r.completion_tokens for r in rows]
+
+
+def test_interrupting_the_stream_cancels_the_request_and_the_model_stays_usable(tiny):
+    def interrupt(row: int, text: str) -> None:
+        raise KeyboardInterrupt
+
+    start = time.perf_counter()
+    with pytest.raises(KeyboardInterrupt):
+        tiny.generate_many(MESSAGES, 2, _sampled(1000), on_token=interrupt)
+    assert time.perf_counter() - start < 5
+    deadline = time.monotonic() + 5
+    while any(t.name == "pal-llamacpp" for t in threading.enumerate()) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert not any(t.name == "pal-llamacpp" for t in threading.enumerate()), "no generation thread is left"
+    assert tiny.generate(MESSAGES, GenerationOptions(max_new_tokens=4, stop_after_code=False)).text
+
+
+def test_more_programs_than_slots_is_one_clear_error(tiny):
+    with pytest.raises(PalError, match="at most 16 programs"):
+        tiny.generate_many(MESSAGES, 17, _sampled(4))
+
+
+def test_the_loaded_model_is_reused(tiny, tiny_gguf):
+    assert load_model(str(tiny_gguf), backend="llamacpp") is tiny
+    assert load_model(str(tiny_gguf)) is tiny, "auto picks llama.cpp for a GGUF file on this CPU"
+
+
+# ------------------------------------------------------------------ choosing the runtime
+
+
+def test_runtime_choice_on_a_cpu(tiny_model_dir, monkeypatch):
+    from pal_jupyter.backends import registry
+
+    monkeypatch.setattr(registry, "gpu_available", lambda: False)
+    assert choose_runtime("default").name == "llamacpp"
+    assert choose_runtime("model.gguf").name == "llamacpp"
+    assert choose_runtime(str(tiny_model_dir)).name == "torch"  # a transformers folder
+    assert choose_runtime("default", adapter="runs/adapter").name == "torch"
+    assert choose_runtime("default", dtype="float32").name == "torch"
+    assert choose_runtime("default", "torch").name == "torch"
+    monkeypatch.setattr(registry, "gpu_available", lambda: True)
+    assert choose_runtime("default").reason == "a GPU runs transformers in bf16"
+    assert choose_runtime("default", "llamacpp").name == "llamacpp"  # forced: the CPU build still runs
+
+
+@pytest.mark.parametrize("kwargs, says", [
+    (dict(adapter="runs/adapter"), "LoRA adapters"),
+    (dict(device="cuda"), "runs on the CPU"),
+    (dict(dtype="bfloat16"), "own quantisation"),
+])
+def test_forcing_llamacpp_where_it_cannot_work_says_why(kwargs, says):
+    with pytest.raises(ModelLoadError, match=says):
+        choose_runtime("default", "llamacpp", **kwargs)
+
+
+def test_forcing_llamacpp_on_a_model_folder_says_to_use_torch(tiny_model_dir):
+    with pytest.raises(ModelLoadError, match="use --backend torch for a model folder"):
+        load_model(str(tiny_model_dir), backend="llamacpp")
+
+
+# ------------------------------------------------------------------ damaged and unsuitable files
+
+
+def test_a_truncated_gguf_is_one_line_and_this_process_survives(tiny_gguf, tmp_path):
+    cut = tmp_path / "cut.gguf"
+    cut.write_bytes(tiny_gguf.read_bytes()[: tiny_gguf.stat().st_size * 2 // 3])
+    with pytest.raises(ModelLoadError, match=r"cut\.gguf is cut short: its tensors need [\d,]+ bytes, the file has") as err:
+        load_model(str(cut), backend="llamacpp")
+    assert "\n" not in str(err.value)
+
+
+@pytest.mark.parametrize("content, says", [
+    (b"GGUF" + bytes(range(256)) * 40, "version"),
+    (b"PK\x03\x04 not a model", "not a GGUF file"),
+    (b"GG", "cut short"),
+])
+def test_a_corrupt_gguf_is_one_line(tmp_path, content, says):
+    bad = tmp_path / "bad.gguf"
+    bad.write_bytes(content)
+    with pytest.raises(ModelLoadError, match=says):
+        load_model(str(bad), backend="llamacpp")
+
+
+def test_a_gguf_without_a_chat_template_is_refused_with_the_way_out(tmp_path):
+    plain = build_tiny_gguf(tmp_path / "plain.gguf", chat_template=None)
+    with pytest.raises(ModelLoadError, match="no chat template"):
+        load_model(str(plain), backend="llamacpp")
+
+
+def test_the_header_reader_names_the_quantisation(tiny_gguf):
+    info = read_gguf_info(tiny_gguf)
+    assert (info.architecture, info.file_type, info.has_chat_template) == ("qwen2", "Q8_0", True)
+    assert info.tensors > 10 and info.size == tiny_gguf.stat().st_size
+
+
+def test_a_missing_gguf_is_one_line():
+    clear_model_cache()
+    with pytest.raises(ModelLoadError, match="No model at /nonexistent/x.gguf"):
+        load_model("/nonexistent/x.gguf", backend="llamacpp")
+
+
+# ------------------------------------------------------------------ the packaged lite model, for real
+
+
+@pytest.mark.slow
+def test_lite_model_answers_end_to_end_on_llamacpp():
+    """The packaged lite GGUF through llama.cpp: no conversion, five programs streamed from one
+    request, run in kernels, voted on; then Ctrl-C in the middle of a question leaves it usable."""
+    from pal_jupyter import KernelPool, solve
+    from pal_jupyter.backends import presets
+    from pal_jupyter.engine.loop import SolveObserver
+
+    class Tokens(SolveObserver):
+        def __init__(self) -> None:
+            self.rows: dict[int, str] = {}
+
+        def token(self, attempt, text):
+            self.rows[attempt.sample] = self.rows.get(attempt.sample, "") + text
+
+    model = load_model("lite")
+    assert isinstance(model, LlamaCppBackend) and model.dtype == "Q4_K_M"
+    assert not presets.is_prepared("lite"), "llama.cpp needs no converted copy"
+    seen = Tokens()
+    with KernelPool() as pool:
+        session = solve("If a train travels 60 mph for 2.5 hours, how far does it go?", model=model,
+                        executor=pool, observer=seen)
+        assert session.succeeded and float(session.answer) == pytest.approx(150)
+        assert session.runtime.startswith("llama.cpp")
+        assert sorted(seen.rows) == [1, 2, 3, 4, 5], "every program streamed its own tokens"
+        first = session.round(1)
+        assert all(a.completion == seen.rows[a.sample] for a in first)
+        assert len({a.generate_s for a in first}) == 1, "the five programs came from one request"
+
+        class Interrupt(SolveObserver):
+            def token(self, attempt, text):
+                raise KeyboardInterrupt
+
+        start = time.perf_counter()
+        with pytest.raises(KeyboardInterrupt):
+            solve("What is 17 times 23?", model=model, executor=pool, observer=Interrupt())
+        assert time.perf_counter() - start < 30
+        again = solve("What is 17 times 23?", model=model, executor=pool, samples=1)
+        assert again.succeeded and float(again.answer) == pytest.approx(391)
