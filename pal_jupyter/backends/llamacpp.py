@@ -68,11 +68,20 @@ def available() -> bool:
 
 
 def default_threads() -> int:
-    """The CPUs this process may use (llama.cpp's decode gains nothing from more threads than cores)."""
+    """The physical cores this process may use: decoding is bound by memory and arithmetic units,
+    so a second hyper-thread per core only adds contention (llama.cpp's own default rule)."""
     try:
-        return max(1, len(os.sched_getaffinity(0)))
+        cpus = sorted(os.sched_getaffinity(0))
     except (AttributeError, OSError):
         return max(1, os.cpu_count() or 1)
+    cores = set()
+    for cpu in cpus:
+        topology = Path(f"/sys/devices/system/cpu/cpu{cpu}/topology")
+        try:
+            cores.add(((topology / "physical_package_id").read_text().strip(), (topology / "core_id").read_text().strip()))
+        except OSError:
+            cores.add(("", str(cpu)))  # no topology (a container, another OS): count the CPU
+    return max(1, len(cores))
 
 
 @dataclass
