@@ -19,14 +19,14 @@ VLLM_STAMP := $(VLLM_VENV)/.vllm-installed
 
 .PHONY: demo test test-fast bench system-deps vllm serve clean-venv
 
-# --no-compile: pip would byte-compile every file it installs (torch alone: 27 s of a 38 s install);
-# Python compiles what is imported, once, on first use instead, and the CPU path never imports torch.
-PIP_INSTALL := $(BIN)/python -m pip install --quiet --no-compile
+PIP_INSTALL := $(BIN)/python -m pip install --quiet
 
+# torch without --compile: byte-compiling its files is 27 s of its 38 s install, and on a CPU the
+# model runs through llama.cpp, which never imports torch (Python compiles what it imports, on first use).
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
-	$(PIP_INSTALL) "$(TORCH_SPEC)"
+	$(PIP_INSTALL) --no-compile "$(TORCH_SPEC)"
 	$(PIP_INSTALL) -e ".[model-default]"
 	touch $@
 
