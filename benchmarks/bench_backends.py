@@ -12,7 +12,8 @@ where the CPU has bf16 matrix units; llama.cpp), so peak memory and cold loading
   stop-after-code rule off, so every row writes the same number of tokens), tokens per second;
   for llama.cpp also its own timings, to show what the binding costs;
 * a %%pal-style turn: ``solve()`` with 5 programs and repairs, as a user gets it, on the first
-  ``--questions`` GSM8K test questions: seconds per question and how many were right;
+  ``--questions`` GSM8K test questions: seconds per question and how many were right; and
+  ``--dataframe-turns`` times the one-line question about a six-row DataFrame (short programs);
 * peak RSS of the whole process (the kernels that run the programs are other processes).
 
 The machine's CPU flags are printed with the figures: speed depends on them.
@@ -112,9 +113,25 @@ def worker(args: argparse.Namespace) -> dict[str, Any]:
                                                                            expected_of(row))
             turns.append({"seconds": time.perf_counter() - start, "answer": session.answer, "correct": right,
                           "rounds": session.rounds})
+        result["dataframe_turns"] = [dataframe_turn(backend, pool, args.samples) for _ in range(args.dataframe_turns)]
     result["turns"] = turns
     result["peak_rss_gib"] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 2**20
     return result
+
+
+def dataframe_turn(backend: Any, pool: Any, samples: int) -> dict[str, Any]:
+    """One turn on the six-row DataFrame question of issue 20 (right answer: 159)."""
+    import pandas as pd
+
+    from pal_jupyter import solve
+
+    sales = pd.DataFrame({"region": ["East", "West", "East", "North", "West", "East"],
+                          "units": [3, 5, 2, 7, 1, 4], "price": [20.0, 15.0, 22.5, 10.0, 30.0, 13.5]})
+    start = time.perf_counter()
+    session = solve("What is the total revenue (units times price) of the East region? Print just the number.",
+                    model=backend, executor=pool, samples=samples, variables={"sales": sales})
+    return {"seconds": time.perf_counter() - start, "answer": session.answer, "rounds": session.rounds,
+            "tokens": [a.completion_tokens for a in session.attempts]}
 
 
 # ------------------------------------------------------------------------------------------ parent
@@ -130,6 +147,7 @@ def runtimes(include_bf16: bool) -> list[tuple[str, str]]:
 def run_worker(args: argparse.Namespace, backend: str, dtype: str) -> dict[str, Any]:
     command = [sys.executable, __file__, "--worker", "--backend", backend, "--dtype", dtype, "--model", args.model,
                "--questions", str(args.questions), "--tokens", str(args.tokens), "--samples", str(args.samples),
+               "--dataframe-turns", str(args.dataframe_turns),
                "--data", str(args.data)]
     env = dict(os.environ, HF_HUB_OFFLINE="1")
     done = subprocess.run(command, capture_output=True, text=True, env=env)
@@ -167,12 +185,19 @@ def report(results: list[dict[str, Any]], args: argparse.Namespace, cold: bool) 
                      f"{r['decode_k_tok_s'] / r['own_decode_k_tok_s']:.3f}x of that")
     base = next((r for r in results if r["backend"] == "torch" and r["dtype"] == "float32"), None)
     for r in results:
-        if base is not None and r is not base:
-            lines.append(f"{r['runtime']} vs {base['runtime']}: decode 1 {r['decode_1_tok_s'] / base['decode_1_tok_s']:.2f}x, "
-                         f"k={k} {r['decode_k_tok_s'] / base['decode_k_tok_s']:.2f}x, prefill "
-                         f"{r['prefill_tok_s'] / base['prefill_tok_s']:.2f}x, mean turn "
-                         f"{statistics.mean(t['seconds'] for t in r['turns']) / statistics.mean(t['seconds'] for t in base['turns']):.2f}x, "
-                         f"peak RSS {r['peak_rss_gib'] / base['peak_rss_gib']:.2f}x")
+        if base is None or r is base:
+            continue
+        mean_turn = (statistics.mean(t["seconds"] for t in r["turns"]) / statistics.mean(t["seconds"] for t in base["turns"])
+                     if r["turns"] and base["turns"] else None)
+        lines.append(f"{r['runtime']} vs {base['runtime']}: decode 1 {r['decode_1_tok_s'] / base['decode_1_tok_s']:.2f}x, "
+                     f"k={k} {r['decode_k_tok_s'] / base['decode_k_tok_s']:.2f}x, prefill "
+                     f"{r['prefill_tok_s'] / base['prefill_tok_s']:.2f}x, mean turn {fmt(mean_turn, '.2f')}x, "
+                     f"peak RSS {r['peak_rss_gib'] / base['peak_rss_gib']:.2f}x")
+    for r in results:
+        if r.get("dataframe_turns"):
+            turns = ", ".join(f"{t['seconds']:.1f} s ({t['answer']}; {t['rounds']} round(s); programs of "
+                              f"{min(t['tokens'])}-{max(t['tokens'])} tokens)" for t in r["dataframe_turns"])
+            lines.append(f"six-row DataFrame question, k={k}, {r['runtime']}: {turns}")
     for r in results:
         answers = ", ".join(f"{t['answer']}{'' if t['correct'] else ' (wrong)'}" for t in r["turns"])
         lines.append(f"answers {r['runtime']}: {answers}")
@@ -185,6 +210,7 @@ def main() -> None:
     parser.add_argument("--questions", type=int, default=10)
     parser.add_argument("--tokens", type=int, default=64)
     parser.add_argument("--samples", type=int, default=5)
+    parser.add_argument("--dataframe-turns", type=int, default=3)
     parser.add_argument("--data", default=str(DATA))
     parser.add_argument("--runtimes", default="", help="e.g. llamacpp/auto,torch/float32 (default: all that apply)")
     parser.add_argument("--cold", action="store_true", help="empty the page cache before each runtime (root)")

@@ -78,7 +78,8 @@ def default_threads() -> int:
     for cpu in cpus:
         topology = Path(f"/sys/devices/system/cpu/cpu{cpu}/topology")
         try:
-            cores.add(((topology / "physical_package_id").read_text().strip(), (topology / "core_id").read_text().strip()))
+            package = (topology / "physical_package_id").read_text().strip()
+            cores.add((package, (topology / "core_id").read_text().strip()))
         except OSError:
             cores.add(("", str(cpu)))  # no topology (a container, another OS): count the CPU
     return max(1, len(cores))
