@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from pal_jupyter.classroom.serve import VllmServer, class_instructions, resolve_model
+from pal_jupyter.classroom.serve import VllmServer, class_instructions, resolve_model, serving_dtype
 from pal_jupyter.cli.commands import main
 from pal_jupyter.errors import ModelLoadError
 
@@ -21,7 +21,7 @@ def model_dir(tmp_path):
 
 
 def test_serve_prints_the_vllm_command_for_a_model_directory(model_dir, capsys):
-    assert main(["serve", "--model", str(model_dir), "--port", "8123", "--print-command",
+    assert main(["serve", "--model", str(model_dir), "--port", "8123", "--dtype", "bfloat16", "--print-command",
                  "--", "--max-num-seqs", "8"]) == 0
     line = capsys.readouterr().out.strip()
     assert line.startswith("VLLM_CPU_KVCACHE_SPACE=4 ")
@@ -30,8 +30,20 @@ def test_serve_prints_the_vllm_command_for_a_model_directory(model_dir, capsys):
 
 
 def test_serving_a_preset_uses_its_converted_folder_and_the_name_the_class_types(monkeypatch, tmp_path):
-    monkeypatch.setattr("pal_jupyter.classroom.serve.prepare_preset", lambda name: tmp_path / f"converted-{name}")
-    assert resolve_model("lite") == (str(tmp_path / "converted-lite"), "lite")
+    monkeypatch.setattr("pal_jupyter.classroom.serve.prepare_preset",
+                        lambda name, dtype: tmp_path / f"converted-{name}-{dtype}")
+    assert resolve_model("lite", "bfloat16") == (str(tmp_path / "converted-lite-bfloat16"), "lite")
+
+
+@pytest.mark.parametrize("native_bf16", [True, False])
+def test_a_cpu_server_computes_in_bf16_only_where_the_cpu_has_bf16_units(monkeypatch, model_dir, capsys, native_bf16):
+    # vLLM's CPU build emulates bf16 elsewhere: its warm-up alone ran past the 10-minute start-up limit.
+    monkeypatch.setattr("pal_jupyter.backends.huggingface.gpu_available", lambda: False)
+    monkeypatch.setattr("pal_jupyter.backends.huggingface.cpu_has_bf16", lambda: native_bf16)
+    expected = "bfloat16" if native_bf16 else "float32"
+    assert serving_dtype() == expected and serving_dtype("float16") == "float16"
+    assert main(["serve", "--model", str(model_dir), "--print-command"]) == 0
+    assert f"--dtype {expected}" in capsys.readouterr().out
 
 
 def test_a_hub_id_is_served_from_its_cached_snapshot_and_an_uncached_one_is_refused_before_vllm_starts(

@@ -30,7 +30,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, Any
 
-from ..backends.huggingface import model_directory
+from ..backends.huggingface import model_directory, resolve_device, resolve_dtype
 from ..backends.presets import ALIASES, find_preset, prepare_preset
 from ..errors import ModelLoadError
 
@@ -71,14 +71,21 @@ def _install_hint() -> str:
             f"vllm` on a GPU machine; then pass --vllm-python vllm-env/bin/python or set ${VLLM_PYTHON_ENV}.")
 
 
-def resolve_model(model: str) -> tuple[str, str]:
+def serving_dtype(dtype: str = "auto") -> str:
+    """The dtype vLLM computes in: ``auto`` is bf16 on a GPU and on a CPU with bf16 matrix units,
+    float32 on other CPUs. (vLLM's CPU build emulates bf16 on an AVX2-only CPU: its start-up
+    warm-up alone ran past 10 minutes on one, where float32 was ready in 2.)"""
+    return resolve_dtype(dtype, resolve_device("auto") if dtype == "auto" else "cpu")
+
+
+def resolve_model(model: str, dtype: str = "float32") -> tuple[str, str]:
     """``(what vLLM loads, the name it serves it under)`` for a preset, a directory or a cached hub id.
 
-    A preset is served from its converted directory under the name the class uses for it
-    (``default``, ``lite``), so students write ``openai:default@URL``.
+    A preset is served from its converted directory in ``dtype`` (so vLLM casts nothing) under the
+    name the class uses for it (``default``, ``lite``), so students write ``openai:default@URL``.
     """
     if find_preset(model):
-        return str(prepare_preset(model)), model
+        return str(prepare_preset(model, dtype)), model
     path = Path(model).expanduser()
     if path.is_dir():
         if not (path / "config.json").exists():
@@ -105,7 +112,7 @@ class VllmServer:
     host: str = "127.0.0.1"
     port: int = 8000
     max_model_len: int = 4096
-    dtype: str = "bfloat16"
+    dtype: str = "bfloat16"  # vLLM's --dtype (for_model chooses it with serving_dtype)
     kv_cache_gib: float = 4.0  # the key/value cache of a CPU server (a GPU one sizes its own)
     extra_args: Sequence[str] = ()
     log_path: Path | None = None
@@ -113,9 +120,11 @@ class VllmServer:
     _log_file: IO[bytes] | None = field(default=None, repr=False)
 
     @classmethod
-    def for_model(cls, model: str, vllm_python: str | None = None, **kwargs: Any) -> VllmServer:
-        path, name = resolve_model(model)
-        return cls(path, name, find_vllm_python(vllm_python), **kwargs)
+    def for_model(cls, model: str, vllm_python: str | None = None, dtype: str = "auto", **kwargs: Any) -> VllmServer:
+        """A server for a preset, a model directory or a cached hub id, in :func:`serving_dtype`."""
+        dtype = serving_dtype(dtype)
+        path, name = resolve_model(model, dtype)
+        return cls(path, name, find_vllm_python(vllm_python), dtype=dtype, **kwargs)
 
     @property
     def base_url(self) -> str:

@@ -161,7 +161,8 @@ def build_parser() -> argparse.ArgumentParser:
     serve.add_argument("--vllm-python", default=None,
                        help="a Python that has vLLM (default: $PAL_JUPYTER_VLLM_PYTHON, ./.venv-vllm, this one)")
     serve.add_argument("--max-model-len", type=int, default=4096, help="tokens of prompt and reply together")
-    serve.add_argument("--dtype", default="bfloat16", help="vLLM's --dtype")
+    serve.add_argument("--dtype", default="auto", choices=["auto", "bfloat16", "float16", "float32"],
+                       help="vLLM's --dtype (auto: bfloat16 on a GPU or a CPU with bf16 units, else float32)")
     serve.add_argument("--kv-cache-gib", type=float, default=4.0,
                        help="key/value cache of a CPU server, in GiB (a GPU server sizes its own)")
     serve.add_argument("--print-command", action="store_true", help="print the command line and exit")
@@ -390,7 +391,7 @@ def cmd_report(args: argparse.Namespace) -> int:
 
 
 def cmd_serve(args: argparse.Namespace) -> int:
-    from ..classroom.serve import VllmServer, class_instructions, find_vllm_python, resolve_model
+    from ..classroom.serve import VllmServer, class_instructions, find_vllm_python, resolve_model, serving_dtype
 
     try:
         python = find_vllm_python(args.vllm_python)
@@ -399,8 +400,9 @@ def cmd_serve(args: argparse.Namespace) -> int:
             raise
         python = args.vllm_python or "python"  # a command to run elsewhere needs no vLLM here
     extra = args.vllm_args[1:] if args.vllm_args[:1] == ["--"] else args.vllm_args
-    server = VllmServer(*resolve_model(args.model), python, host=args.host, port=args.port,
-                        max_model_len=args.max_model_len, dtype=args.dtype, kv_cache_gib=args.kv_cache_gib,
+    dtype = serving_dtype(args.dtype)
+    server = VllmServer(*resolve_model(args.model, dtype), python, host=args.host, port=args.port,
+                        max_model_len=args.max_model_len, dtype=dtype, kv_cache_gib=args.kv_cache_gib,
                         extra_args=extra)
     if args.print_command:
         print(server.shell_command())
