@@ -10,7 +10,7 @@ import time
 import psutil
 import pytest
 
-from pal_jupyter.benchmark.runner import Config, run_benchmark, summarize
+from pal_jupyter.benchmark.runner import Config, format_summaries, run_benchmark, summarize
 from pal_jupyter import KernelPool, ScriptedBackend
 
 
@@ -156,20 +156,24 @@ def test_bench_figures_from_scripted_replies():
     assert summary["error_types"] == {"NameError": 1}
 
 
-def test_bench_vote_pass_at_k_and_calibration():
+def test_bench_vote_pass_at_k_calibration_and_adaptive_effort():
     rows = [{"question": "q1", "answer": "#### 5"}, {"question": "q2", "answer": "#### 6"}]
-    replies = iter([f"```python\nprint({n})\n```" for n in (5, 5, 4, 6, 1, 2)])
+    replies = iter([f"```python\nprint({n})\n```" for n in (5, 5, 4, 1, 6, 2, 6, 6, 3)])
     model = ScriptedBackend(lambda messages: next(replies))
     with KernelPool() as pool:
-        results = list(run_benchmark(rows, lambda config: model, pool, [Config(samples=3)]))
+        results = list(run_benchmark(rows, lambda config: model, pool, [Config(samples=3, max_programs=6)]))
     summary = summarize(results, model="scripted", load_seconds=0.0, check_answers=False)
-    # q1: 5, 5, 4 -> 5 (right, 2 of 3); q2: 6, 1, 2 -> a three-way tie, all one line: 6 came first (right).
-    assert summary["accuracy"] == 1.0 and summary["accuracy_first_program"] == 1.0 and summary["pass_at_k"] == 1.0
+    # q1: 5, 5, 4 -> 5 (right, 2 of 3). q2: 1, 6, 2 is a three-way tie of one-liners, which 1 (wrong)
+    # wins by coming first: too weak to stop at, so 3 more (6, 6, 3) join the vote -> 6 (right, 3 of 6).
+    assert summary["accuracy"] == 1.0 and summary["pass_at_k"] == 1.0 and summary["accuracy_first_program"] == 0.5
+    assert summary["accuracy_plain_vote"] == 0.5  # what stopping at the weak vote would have answered
+    assert summary["questions_with_more_programs"] == 1 and summary["more_programs"] == 3
     assert summary["calibration"] == [
+        {"votes": 3, "candidates": 6, "questions": 1, "accuracy": 1.0},
         {"votes": 2, "candidates": 3, "questions": 1, "accuracy": 1.0},
-        {"votes": 1, "candidates": 3, "questions": 1, "accuracy": 1.0},
     ]
     assert [r.confidence for r in results] == ["medium", "low"]
+    assert "adaptive effort k=3 (up to 6)" in format_summaries([dict(summary, runtime="server", dtype="-")])
 
 
 def test_bench_command_compares_settings_side_by_side(tiny_model_dir, tmp_path):

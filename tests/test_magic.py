@@ -173,7 +173,7 @@ def test_run_without_the_extension_runs_the_program_in_the_users_kernel(kernel):
 
 
 def test_several_programs_vote_and_the_widget_says_they_disagree(kernel):
-    reply, outputs = kernel.run("%%pal --samples 5\nA disagree question: how far?")
+    reply, outputs = kernel.run("%%pal --samples 5 --max-programs 5\nA disagree question: how far?")
     assert reply["status"] == "ok"
     final = [o for o in outputs if o["output_type"] == "update_display_data"][-1]["data"]
     text, page = final["text/plain"], final["text/html"]
@@ -184,6 +184,17 @@ def test_several_programs_vote_and_the_widget_says_they_disagree(kernel):
     inserted = [p for p in reply["payload"] if p["source"] == "set_next_input"][0]["text"]
     assert "# attempt 1 of 1, program 1 of 5" in inserted and "# 2 of 5 programs agree on 150" in inserted
     assert "NOT SURE: the programs disagreed" in inserted and inserted.rstrip().endswith("print(150)")
+
+
+def test_a_weak_vote_writes_more_programs_and_the_widget_says_why(kernel):
+    # The scripted replies repeat every 5: 2 of 5 agree on 150, so 5 more are written, then the cap.
+    reply, outputs = kernel.run("%%pal --samples 5 --max-programs 10\nA disagree question, again: how far?")
+    assert reply["status"] == "ok"
+    final = [o for o in outputs if o["output_type"] == "update_display_data"][-1]["data"]
+    text, page = final["text/plain"], final["text/html"]
+    assert "Only 2 of 5 programs agreed (on 150): 5 more were written." in text
+    assert "attempt 1, program 10 of 10:" in text and "I am not sure: the programs disagree (4 say 150" in text
+    assert "4 of 10" in page and "Only 2 of 5 programs agreed (on 150): 5 more were written." in page
 
 
 def test_a_cells_timeout_keeps_the_warm_pool(kernel):

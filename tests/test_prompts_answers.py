@@ -16,7 +16,8 @@ def test_pal_prompt_has_system_examples_and_question_last():
     assert messages[-1] == {"role": "user", "content": "How many legs do 3 spiders have?"}
 
 
-@pytest.mark.parametrize("style", sorted(s for s in prompts.PROMPT_STYLES if prompts.PROMPT_STYLES[s].examples))
+@pytest.mark.parametrize("style", sorted(s for s in prompts.PROMPT_STYLES
+                                         if prompts.PROMPT_STYLES[s].examples and not s.startswith("data-")))
 def test_worked_examples_compute_the_gsm8k_answers(style):
     # The worked examples must be right: a wrong example teaches the model wrong arithmetic.
     import contextlib, io
@@ -32,6 +33,33 @@ def test_worked_examples_compute_the_gsm8k_answers(style):
         with contextlib.redirect_stdout(out):
             exec(code, {})
         assert parse_number(out.getvalue()) == pytest.approx(expected), question
+
+
+def test_data_examples_print_their_answers_on_their_frame_and_leave_it_unchanged():
+    import contextlib, io
+
+    trips = prompts.example_trips()
+    for example in prompts.DATA_EXAMPLES:
+        out = io.StringIO()
+        namespace = {"trips": trips.copy()}
+        with contextlib.redirect_stdout(out):
+            exec(example.code, namespace)
+        printed = out.getvalue().strip()
+        if isinstance(example.answer, str):
+            assert printed == example.answer, example.question
+        else:
+            assert parse_number(printed) == pytest.approx(example.answer), example.question
+        pd.testing.assert_frame_equal(namespace["trips"], trips)
+
+
+def test_the_data_prompt_describes_the_example_frame_as_it_describes_the_users():
+    sales = pd.DataFrame({"region": ["East", "West"], "units": [3, 5]})
+    messages = prompts.pal_messages("How many units in the East?", {"sales": sales}, style=prompts.DATA_STYLE)
+    assert messages[0]["content"] == prompts.DATA_SYSTEM
+    examples = messages[1:-1]
+    assert len(examples) == 2 * len(prompts.DATA_EXAMPLES)
+    assert all("- `trips`: pandas DataFrame, 8 rows x 5 columns" in m["content"] for m in examples[0::2])
+    assert "- `sales`: pandas DataFrame, 2 rows x 2 columns" in messages[-1]["content"]
 
 
 def test_worked_examples_are_gsm8k_train_questions():

@@ -58,7 +58,7 @@ def test_each_program_runs_in_its_own_fresh_kernel(pool):
     probe = ("print(get_ipython().kernel.session.session, 'leak' if 'left_behind' in globals() else 'clean')\n"
              "left_behind = 1")
     model = ScriptedBackend([fenced(probe)] * 3)
-    session = solve("Isolation?", model=model, executor=pool, samples=3)
+    session = solve("Isolation?", model=model, executor=pool, samples=3, max_programs=3)
     outputs = [a.execution.stdout.split() for a in session.attempts]
     assert len({pid for pid, _ in outputs}) == 3 and all(state == "clean" for _, state in outputs)
 
@@ -67,13 +67,13 @@ def test_a_tie_goes_to_the_answer_with_the_shortest_program(pool):
     model = ScriptedBackend([
         fenced("total = 3 + 4\nprint(total)"), fenced("print(8)"), fenced("total = 3 + 4\nprint(total)"), fenced("print(8)"),
     ])
-    session = solve("Tie?", model=model, executor=pool, samples=4)
+    session = solve("Tie?", model=model, executor=pool, samples=4, max_programs=4)
     assert session.answer == "8" and session.vote.votes == 2 and session.confidence == "low"
 
 
 def test_programs_that_print_nothing_do_not_vote(pool):
     model = ScriptedBackend([fenced("x = 7"), fenced("print(7)"), fenced("y = 1")])
-    session = solve("Seven?", model=model, executor=pool, samples=3)
+    session = solve("Seven?", model=model, executor=pool, samples=3, max_programs=3)
     assert session.answer == "7" and session.vote.votes == 1 and session.vote.candidates == 3
     assert session.agreement == pytest.approx(1 / 3)
 
@@ -137,7 +137,7 @@ def test_a_program_is_stopped_as_soon_as_it_starts_inventing_the_users_data(pool
     table = "\n".join(f"    'units': [{i}, {i + 1}]," for i in range(40))
     invented = f"import pandas as pd\nsales = pd.DataFrame({{\n{table}\n}})\nprint(sales.units.sum())"
     model = ScriptedBackend([fenced(invented), fenced("print(sales.units.sum())")])
-    session = solve("Total units? Print just the number.", model=model, executor=pool, samples=2,
+    session = solve("Total units? Print just the number.", model=model, executor=pool, samples=2, max_programs=2,
                     variables={"sales": sales})
     stopped = session.attempts[0]
     assert stopped.completion.endswith("sales = pd.DataFrame({\n"), "no token was spent on the invented table"
@@ -204,3 +204,60 @@ def test_greedy_decoding_cannot_draw_several_programs():
     with pytest.raises(ValueError, match="temperature 0 .* same program 5 times"):
         solve("Q", model=model, samples=5, generation=GenerationOptions(temperature=0))
     assert model.calls == []
+
+
+class _Recorder(SolveObserver):
+    def __init__(self):
+        self.more: list[tuple[int, int, int]] = []  # (votes, candidates, count) of each weak vote
+
+    def more_programs(self, session, vote, count):
+        self.more.append((vote.votes, vote.candidates, count))
+
+
+def test_a_weak_vote_writes_more_programs_from_the_same_prompt_and_they_join_the_vote(pool, tmp_path):
+    # 1 of 5 agree (a five-way tie, 60 first): five more are written, and the pooled 10 settle on 159.
+    first = [fenced("print(60)"), fenced("print(160)"), fenced("print(263)"), fenced("print(missing)"), fenced("print(159)")]
+    second = [fenced("print(159)"), fenced("print(3 * 53)"), fenced("print(100 + 59)"), fenced("print(159.0)"),
+              fenced("print(round(159.0))")]
+    model = ScriptedBackend(first + second)
+    observer = _Recorder()
+    trace = tmp_path / "trace.jsonl"
+    session = solve("Revenue of the East?", model=model, executor=pool, samples=5, observer=observer, trace=trace)
+    assert model.batch_sizes == [5, 5] and len(model.calls) == 2 and model.calls[0] == model.calls[1]
+    assert observer.more == [(1, 5, 5)]
+    assert session.rounds == 1 and [a.sample for a in session.attempts] == list(range(1, 11))
+    assert {a.samples for a in session.attempts} == {10} and {a.index for a in session.attempts} == {1}
+    assert session.vote.candidates == 10 and session.vote.votes == 6 and session.answer == "159"
+    assert session.confidence == "medium"  # 6 of 10
+    records = list(read_trace(trace))
+    assert len(records) == 10 and sum(r["won_vote"] for r in records) == 6
+
+
+def test_more_programs_stop_at_max_programs_and_a_clear_vote_needs_none(pool):
+    disagree = [fenced(f"print({n})") for n in range(1, 13)]
+    model = ScriptedBackend(disagree)
+    observer = _Recorder()
+    session = solve("Which?", model=model, executor=pool, samples=4, max_programs=10, observer=observer)
+    assert model.batch_sizes == [4, 4, 2] and observer.more == [(1, 4, 4), (1, 8, 2)]
+    assert session.vote.candidates == 10 and session.confidence == "low"  # still unsure, and it says so
+
+    agree = ScriptedBackend([fenced("print(7)")] * 5)
+    session = solve("Seven?", model=agree, executor=pool, samples=5)
+    assert agree.batch_sizes == [5] and session.confidence == "high"
+
+    capped = ScriptedBackend(disagree[:5])
+    session = solve("Which?", model=capped, executor=pool, samples=5, max_programs=5)
+    assert capped.batch_sizes == [5] and session.confidence == "low"
+
+
+def test_a_seeded_question_gives_the_extra_programs_their_own_seed(pool):
+    seen = []
+
+    class Seeds(ScriptedBackend):
+        def generate_many(self, messages, n, options=None, on_token=None):
+            seen.append(options.seed)
+            return super().generate_many(messages, n, options, on_token)
+
+    model = Seeds([fenced(f"print({n})") for n in range(1, 7)])
+    solve("Which?", model=model, executor=pool, samples=3, max_programs=6, generation=GenerationOptions(seed=11))
+    assert seen == [11, 14]

@@ -201,7 +201,7 @@ def test_with_the_tiny_random_model_the_tutor_admits_it_cannot_solve(tiny_model_
 def test_the_tutor_does_not_guide_towards_an_answer_its_programs_disagree_on(tmp_path):
     kernel = start_kernel(tmp_path, ['c.TeacherPolicy.mode = "tutor"', "c.TeacherPolicy.min_agreement = 0.6"])
     try:
-        reply, outputs = kernel.run("%%pal --samples 3\nA toss-up question: how far does the train go?")
+        reply, outputs = kernel.run("%%pal --samples 3 --max-programs 3\nA toss-up question: how far does the train go?")
         assert reply["status"] == "ok", text_of(outputs)
         final = [o for o in outputs if o["output_type"] == "update_display_data"][-1]["data"]
         text = final["text/plain"]

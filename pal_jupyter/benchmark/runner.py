@@ -28,7 +28,7 @@ from typing import Any
 
 from ..backends import GenerationOptions, ModelBackend
 from ..engine.grading import expected_of, is_correct, question_of
-from ..engine.loop import solve
+from ..engine.loop import DEFAULT_MAX_PROGRAMS, solve
 from ..engine.records import ProgramAnswer, Session, to_jsonable
 from ..engine.trace import TraceWriter
 from ..engine.vote import read_answer
@@ -41,6 +41,7 @@ class Config:
     """One setting under test."""
 
     samples: int = 1
+    max_programs: int = DEFAULT_MAX_PROGRAMS  # while the vote is weak, more programs up to this many
     dtype: str = "auto"
     backend: str = "auto"  # the runtime of a local model: auto, torch or llamacpp
     prompt: str | None = None  # None: the model's own (an adapter's), else the measured default
@@ -52,7 +53,8 @@ class Config:
         temperature = "" if self.temperature is None else f" T={self.temperature:g}"
         guard = "" if self.guard else " no-guard"
         runtime = "" if self.backend == "auto" else f"{self.backend} "
-        return f"k={self.samples} {runtime}{self.dtype} {self.prompt or 'default-prompt'}{temperature}{guard}"
+        effort = f" (up to {self.max_programs})" if self.samples > 1 and self.max_programs > self.samples else ""
+        return f"k={self.samples}{effort} {runtime}{self.dtype} {self.prompt or 'default-prompt'}{temperature}{guard}"
 
 
 @dataclass
@@ -77,6 +79,10 @@ class QuestionResult:
     replaced_data: int = 0  # programs that overwrote the variables handed over (refused, or run without the guard)
     answer_from_replaced: bool = False  # the answer came from a program that replaced the data
     rounds: int = 0
+    more_programs: int = 0  # programs written because a vote was weak (adaptive effort)
+    # What the plain vote of `samples` programs would have answered, and when (without more programs).
+    plain_vote_correct: bool = False
+    plain_vote_seconds: float = 0.0
     error_types: list[str] = field(default_factory=list)
     seconds: float = 0.0
     completion_tokens: int = 0
@@ -150,7 +156,7 @@ def run_benchmark(
             try:
                 session = solve(
                     result.question, model=backends(config), executor=pool, max_attempts=max_attempts,
-                    samples=config.samples, prompt_style=config.prompt, guard_data=config.guard, checker=checker,
+                    samples=config.samples, max_programs=config.max_programs, prompt_style=config.prompt, guard_data=config.guard, checker=checker,
                     variables=row.get("variables"), trace=trace, limits=limits,
                     generation=dataclasses.replace(generation or GenerationOptions(), temperature=config.temperature)
                     if config.temperature is not None else generation,
@@ -183,6 +189,13 @@ def fill(result: QuestionResult, session: Session) -> None:
     result.replaced_data = sum(bool(a.replaced) for a in session.attempts)
     result.answer_from_replaced = bool(final is not None and final.replaced and session.succeeded)
     result.rounds = session.rounds
+    result.more_programs = sum(w.more for w in session.weak_votes)
+    if session.weak_votes:
+        stop = session.weak_votes[0]  # where the loop without adaptive effort stops
+        result.plain_vote_correct = is_correct(stop.answer, None, expected)
+        result.plain_vote_seconds = stop.seconds
+    else:
+        result.plain_vote_correct, result.plain_vote_seconds = result.correct, session.seconds
     result.error_types = [a.error_type for a in session.attempts if a.error_type]
     result.seconds = session.seconds
     result.completion_tokens = sum(a.completion_tokens for a in session.attempts)
@@ -217,6 +230,11 @@ def summarize(results: list[QuestionResult], *, model: str, load_seconds: float,
         "answered": _share(r.answered for r in results),
         "calibration": calibration(results),
         "mean_rounds": statistics.fmean([r.rounds for r in results]) if results else 0.0,
+        "questions_with_more_programs": sum(r.more_programs > 0 for r in results),
+        "more_programs": sum(r.more_programs for r in results),
+        # The same run, as if it had stopped at the first weak vote (the loop without adaptive effort).
+        "accuracy_plain_vote": _share(r.plain_vote_correct for r in results),
+        "seconds_plain_vote_mean": statistics.fmean(r.plain_vote_seconds for r in results) if results else 0.0,
         "error_types": dict(Counter(e for r in results for e in r.error_types).most_common()),
         "replaced_data_programs": sum(r.replaced_data for r in results),
         "answers_from_replaced_data": sum(r.answer_from_replaced for r in results),
@@ -265,6 +283,12 @@ def format_summaries(summaries: list[dict[str, Any]]) -> str:
             rows = ", ".join(f"{c['votes']}/{c['candidates']}: {100 * c['accuracy']:.0f}% of {c['questions']}"
                              for c in s["calibration"])
             lines.append(f"calibration {label}: {rows}")
+    for s in summaries:
+        if s.get("questions_with_more_programs"):
+            lines.append(f"adaptive effort {_label(s)}: {s['more_programs']} more programs on "
+                         f"{s['questions_with_more_programs']} of {s['questions']} questions; stopped at the first weak "
+                         f"vote instead: {100 * s['accuracy_plain_vote']:.1f}% at {s['seconds_plain_vote_mean']:.1f} s "
+                         "mean per question (same run)")
     for s in summaries:
         errors = ", ".join(f"{k} {v}" for k, v in s["error_types"].items()) or "none"
         lines.append(f"errors {_label(s)}: {errors}; programs that replaced the data: {s['replaced_data_programs']} "

@@ -9,6 +9,7 @@ from typing import Any, TextIO
 
 from .loop import SolveObserver
 from .records import Attempt, Session, Vote
+from .vote import more_programs_reason
 
 
 class ConsoleObserver(SolveObserver):
@@ -109,6 +110,9 @@ class ConsoleObserver(SolveObserver):
         if vote.winner is not None and final is not None:
             self._print(self._style(f"── Program {final.sample} (the shortest with the winning answer) ──", "2"))
             self._print(final.code or "")
+
+    def more_programs(self, session: Session, vote: Vote, count: int) -> None:
+        self._print(self._style(f"── {more_programs_reason(vote, count)} ──", "1;36"))
 
     def session_finished(self, session: Session) -> None:
         if session.succeeded:

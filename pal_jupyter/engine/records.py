@@ -183,6 +183,19 @@ class Attempt:
 
 
 @dataclass
+class WeakVote:
+    """A vote too weak to stop at, which made the round write more programs: what the answer
+    would have been, and when (seconds into the question), had the question stopped there."""
+
+    round: int
+    votes: int
+    candidates: int
+    answer: ProgramAnswer  # the weak winner
+    seconds: float
+    more: int  # programs then added
+
+
+@dataclass
 class Session:
     """One question, every program tried for it, and the vote that chose the answer."""
 
@@ -196,6 +209,7 @@ class Session:
     variables: list[str] = field(default_factory=list)  # names sent into the child kernel
     samples: int = 1  # candidate programs per round
     vote: Vote | None = None  # the tally of the round that ended the question
+    weak_votes: list[WeakVote] = field(default_factory=list)  # why more programs were written
 
     def round(self, index: int) -> list[Attempt]:
         """The candidates of round ``index``."""

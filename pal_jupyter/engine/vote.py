@@ -153,6 +153,18 @@ def competing_answers(vote: Vote) -> str:
     return parts[0] if len(parts) == 1 else ", ".join(parts[:-1]) + " and " + parts[-1]
 
 
+def more_programs_reason(vote: Vote, count: int) -> str:
+    """Why more programs are written: 'only 1 of 5 programs agree (on 60): writing 5 more'."""
+    on = f" (on {vote.winner.answer.text})" if vote.winner is not None else ""
+    return f"only {vote.votes} of {vote.candidates} programs agree{on}: writing {count} more"
+
+
+def effort_notes(session: Session) -> list[str]:
+    """Why the question took more programs, afterwards: 'Only 1 of 5 programs agreed (on 60): 5 more were written.'"""
+    return [f"Only {w.votes} of {w.candidates} programs agreed (on {w.answer.text}): {w.more} more "
+            f"{'was' if w.more == 1 else 'were'} written." for w in session.weak_votes]
+
+
 def doubt_message(session: Session) -> str:
     """How sure the answer is, in words a student understands ('' when there is nothing to say)."""
     vote = session.vote

@@ -21,7 +21,7 @@ from typing import Any
 
 from ..engine.loop import SolveObserver
 from ..engine.records import Attempt, Session, Vote
-from ..engine.vote import doubt_message
+from ..engine.vote import doubt_message, effort_notes, more_programs_reason
 
 _TOKEN_REFRESH_S = 0.1  # stream tokens to the browser at most ten times a second
 
@@ -138,6 +138,8 @@ def summary_text(session: Session | None, question: str, status: str) -> str:
         lines.append(f"Answer: {session.answer}")
     if session is not None and doubt_message(session):
         lines.append(doubt_message(session))
+    if session is not None:
+        lines += effort_notes(session)
     lines.append(status)
     if session is not None:
         for attempt in session.attempts:
@@ -161,6 +163,8 @@ def summary_html(session: Session | None, question: str, status: str, finished: 
         vote = session.vote if session.vote is not None and session.vote.round == index else None  # type: ignore[union-attr]
         is_last = index == session.rounds  # type: ignore[union-attr]
         parts.append(f"<details {'open' if is_last else ''}><summary>{html.escape(round_title(attempts, vote))}</summary>")
+        parts += [f"<div class='pal-status'>{html.escape(note)}</div>" for note, weak in
+                  zip(effort_notes(session), session.weak_votes) if weak.round == index]  # type: ignore[union-attr]
         for attempt in attempts:
             if attempt.samples > 1:
                 opened = "open" if attempt is session.final else ""  # type: ignore[union-attr]
@@ -295,7 +299,11 @@ class _RoundPage:
         self.index = first.index
         self.pages: dict[int, _AttemptPage] = {}
         self.tabs = w.Tab(children=[]) if first.samples > 1 else None
-        self.box = w.VBox([self.tabs] if self.tabs is not None else [])
+        self.notes = w.HTML()  # why the round grew: "only 1 of 5 programs agree (on 60): writing 5 more"
+        self.box = w.VBox([self.notes, self.tabs] if self.tabs is not None else [])
+
+    def note(self, text: str) -> None:
+        self.notes.value += f"<div class='pal-status'>{html.escape(text)}</div>"
 
     def add(self, page: _AttemptPage) -> None:
         self.pages[page.attempt.sample] = page
@@ -432,6 +440,11 @@ class PalWidget(_LiveDisplay, SolveObserver):
             self.accordion.set_title(vote.round - 1, round_title(attempts, vote))
             if vote.winner is not None and round_.tabs is not None and session.final is not None:
                 round_.tabs.selected_index = session.final.sample - 1  # show the program that is inserted
+
+    def more_programs(self, session: Session, vote: Vote, count: int) -> None:
+        reason = more_programs_reason(vote, count)
+        self.rounds[vote.round - 1].note(reason[0].upper() + reason[1:])
+        self.set_status(f"attempt {vote.round}: {reason} ...")
 
     def session_finished(self, session: Session) -> None:
         self.finished = True
