@@ -74,7 +74,7 @@ class QuestionResult:
     confidence: str = "none"
     programs: int = 0
     programs_ran: int = 0  # of all programs, those that ran cleanly
-    first_round_ran: int = 0  # of the first round's programs, those that ran cleanly
+    first_round_ran: int = 0  # of the first round's first `samples` programs, those that ran cleanly
     answered: bool = False  # some program ran cleanly
     replaced_data: int = 0  # programs that overwrote the variables handed over (refused, or run without the guard)
     answer_from_replaced: bool = False  # the answer came from a program that replaced the data
@@ -184,7 +184,7 @@ def fill(result: QuestionResult, session: Session) -> None:
     result.confidence = session.confidence
     result.programs = len(session.attempts)
     result.programs_ran = sum(a.ran_cleanly for a in session.attempts)
-    result.first_round_ran = sum(a.ran_cleanly for a in session.round(1))
+    result.first_round_ran = sum(a.ran_cleanly for a in session.round(1) if a.sample <= session.samples)
     result.answered = any(a.ran_cleanly for a in session.attempts)
     result.replaced_data = sum(bool(a.replaced) for a in session.attempts)
     result.answer_from_replaced = bool(final is not None and final.replaced and session.succeeded)
