@@ -195,7 +195,7 @@ def test_lite_model_answers_end_to_end_on_llamacpp():
     seen = Tokens()
     with KernelPool() as pool:
         session = solve("If a train travels 60 mph for 2.5 hours, how far does it go?", model=model,
-                        executor=pool, observer=seen)
+                        executor=pool, observer=seen, max_programs=5)
         assert session.succeeded and float(session.answer) == pytest.approx(150)
         assert session.runtime.startswith("llama.cpp")
         assert sorted(seen.rows) == [1, 2, 3, 4, 5], "every program streamed its own tokens"
@@ -213,3 +213,34 @@ def test_lite_model_answers_end_to_end_on_llamacpp():
         assert time.perf_counter() - start < 30
         again = solve("What is 17 times 23?", model=model, executor=pool, samples=1)
         assert again.succeeded and float(again.answer) == pytest.approx(391)
+
+
+@pytest.mark.slow
+def test_lite_model_on_a_dataframe_writes_more_programs_while_the_vote_is_weak_and_leaves_the_frame_alone():
+    """A real question about a six-row frame: the data prompt is used, a round grows only while its
+    vote is weak (and then to the cap), no program that re-created the data ran, the frame is unchanged."""
+    import pandas as pd
+
+    from pal_jupyter import KernelPool, solve
+    from pal_jupyter.engine import prompts
+    from pal_jupyter.engine.loop import weak_vote
+    from pal_jupyter.engine.vote import take_vote
+
+    sales = pd.DataFrame({"region": ["East", "West", "East", "North", "West", "East"],
+                          "units": [3, 5, 2, 7, 1, 4], "price": [20.0, 15.0, 22.5, 10.0, 30.0, 13.5]})
+    before = sales.copy()
+    with KernelPool() as pool:
+        session = solve("What is the total revenue (units times price) of the East region? Print just the number.",
+                        model=load_model("lite"), executor=pool, samples=3, max_programs=9, variables={"sales": sales},
+                        generation=GenerationOptions(seed=7))
+    pd.testing.assert_frame_equal(sales, before)
+    assert session.attempts[0].messages[0]["content"] == prompts.DATA_SYSTEM
+    for index in range(1, session.rounds + 1):
+        programs = session.round(index)
+        grew = [w for w in session.weak_votes if w.round == index]
+        assert len(programs) == 3 + sum(w.more for w in grew) and [a.sample for a in programs] == list(range(1, len(programs) + 1))
+        for weak in grew:  # each weak vote was the vote of the programs written until then
+            assert weak_vote(take_vote(programs[:weak.candidates])) and weak.more == min(3, 9 - weak.candidates)
+        vote = take_vote(programs)
+        assert not weak_vote(vote) or len(programs) == 9, "a weak vote stops only at the cap"
+    assert all(a.execution is None for a in session.attempts if a.replaced), "re-created data never ran"
