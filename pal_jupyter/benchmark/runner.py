@@ -156,7 +156,8 @@ def run_benchmark(
             try:
                 session = solve(
                     result.question, model=backends(config), executor=pool, max_attempts=max_attempts,
-                    samples=config.samples, max_programs=config.max_programs, prompt_style=config.prompt, guard_data=config.guard, checker=checker,
+                    samples=config.samples, max_programs=config.max_programs, prompt_style=config.prompt,
+                    guard_data=config.guard, checker=checker,
                     variables=row.get("variables"), trace=trace, limits=limits,
                     generation=dataclasses.replace(generation or GenerationOptions(), temperature=config.temperature)
                     if config.temperature is not None else generation,

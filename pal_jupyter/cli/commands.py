@@ -181,7 +181,8 @@ def cmd_ask(args: argparse.Namespace) -> int:
         backend = _load(settings)
         session = solve(
             question, model=backend, executor=pool, max_attempts=settings.max_attempts, samples=settings.samples,
-            max_programs=settings.max_programs, generation=settings.generation(), limits=settings.limits(), trace=trace, observer=observer,
+            max_programs=settings.max_programs, generation=settings.generation(), limits=settings.limits(), trace=trace,
+            observer=observer,
         )
     if args.json:
         print(json.dumps(to_jsonable(session), indent=2, default=str))

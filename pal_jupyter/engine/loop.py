@@ -74,17 +74,21 @@ def weak_vote(vote: Vote) -> bool:
     In the README's GSM8K run (default model, k=5), answers that 1 or 2 of 5 programs agreed on
     were right 25 % and 22 % of the time, those of 5 of 5 94 %.
     """
-    return vote.winner is not None and vote.candidates > 1 and vote.confidence == "low"
+    return vote.winner is not None and vote.confidence == "low"  # one program is "single", never "low"
 
 
 def check_samples(samples: int) -> int:
     """``samples`` if it is a usable number of programs per round, else a SettingError that says why."""
-    if isinstance(samples, bool) or not isinstance(samples, int):
-        raise SettingError(f"samples must be a whole number from 1 to {MAX_SAMPLES}, not {samples!r}.")
-    if not 1 <= samples <= MAX_SAMPLES:
-        raise SettingError(f"samples must be a whole number from 1 to {MAX_SAMPLES} (programs written and run "
-                           f"per attempt), not {samples!r}.")
-    return samples
+    return _check_count("samples", samples, MAX_SAMPLES, "programs written and run per attempt")
+
+
+def _check_count(name: str, value: int, high: int, meaning: str) -> int:
+    """``value`` if it is a whole number from 1 to ``high``, else a SettingError naming the setting."""
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise SettingError(f"{name} must be a whole number from 1 to {high}, not {value!r}.")
+    if not 1 <= value <= high:
+        raise SettingError(f"{name} must be a whole number from 1 to {high} ({meaning}), not {value!r}.")
+    return value
 
 
 def solve(
@@ -130,8 +134,7 @@ def solve(
     if isinstance(max_attempts, bool) or not isinstance(max_attempts, int) or max_attempts < 1:
         raise SettingError(f"max_attempts must be a whole number of at least 1, not {max_attempts!r}.")
     check_samples(samples)
-    if isinstance(max_programs, bool) or not isinstance(max_programs, int) or not 1 <= max_programs <= MAX_PROGRAMS:
-        raise SettingError(f"max_programs must be a whole number from 1 to {MAX_PROGRAMS}, not {max_programs!r}.")
+    _check_count("max_programs", max_programs, MAX_PROGRAMS, "most programs per attempt")
     if prompt_style is not None:
         prompts.prompt_style(prompt_style)  # an unknown style fails before anything starts
     generation = generation or GenerationOptions()
@@ -164,7 +167,7 @@ def solve(
             session.attempts.extend(candidates)
             session.vote = take_vote(candidates)
             while weak_vote(session.vote) and len(candidates) < max_programs:
-                candidates += _more_programs(session, round_, messages, candidates, max_programs, start)
+                _more_programs(session, round_, messages, candidates, max_programs, start)
             session.seconds = time.perf_counter() - start
             if writer is not None:
                 for attempt in candidates:
@@ -188,9 +191,10 @@ def solve(
 
 
 def _more_programs(session: Session, round_: _Round, messages: list[dict[str, str]], candidates: list[Attempt],
-                   max_programs: int, start: float) -> list[Attempt]:
+                   max_programs: int, start: float) -> None:
     """Adaptive effort: a weak vote gets up to ``samples`` more programs from the same prompt, which
-    join its round and its vote (``session.vote``); ``session.weak_votes`` keeps why and when."""
+    join its round (``candidates``, extended in place) and its vote (``session.vote``);
+    ``session.weak_votes`` keeps why and when."""
     vote = session.vote
     assert vote is not None and vote.winner is not None
     more = min(round_.samples, max_programs - len(candidates))
@@ -199,12 +203,11 @@ def _more_programs(session: Session, round_: _Round, messages: list[dict[str, st
     round_.observer.more_programs(session, vote, more)
     extra = round_.run(vote.round, messages, session.question, drawn=len(candidates), count=more)
     session.attempts.extend(extra)
-    pooled = candidates + extra
-    for attempt in pooled:
-        attempt.samples = len(pooled)
-    mark_off_target(pooled, session.question)
-    session.vote = take_vote(pooled)
-    return extra
+    candidates.extend(extra)
+    for attempt in candidates:
+        attempt.samples = len(candidates)
+    mark_off_target(candidates, session.question)
+    session.vote = take_vote(candidates)
 
 
 def repair_basis(candidates: Sequence[Attempt]) -> Attempt:

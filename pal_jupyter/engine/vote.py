@@ -32,7 +32,7 @@ from collections.abc import Sequence
 
 from .answers import parse_number
 from ..kernels import ExecutionResult
-from .records import Attempt, ProgramAnswer, Session, Vote, VoteGroup
+from .records import Attempt, ProgramAnswer, Session, Vote, VoteGroup, WeakVote
 
 _SERIES_FOOTER = re.compile(r"^(?:Name: .*, )?(?:Length: \d+, )?dtype: \w+$")
 _FRAME_FOOTER = re.compile(r"^\[\d+ rows x \d+ columns\]$")
@@ -159,10 +159,10 @@ def more_programs_reason(vote: Vote, count: int) -> str:
     return f"only {vote.votes} of {vote.candidates} programs agree{on}: writing {count} more"
 
 
-def effort_notes(session: Session) -> list[str]:
-    """Why the question took more programs, afterwards: 'Only 1 of 5 programs agreed (on 60): 5 more were written.'"""
-    return [f"Only {w.votes} of {w.candidates} programs agreed (on {w.answer.text}): {w.more} more "
-            f"{'was' if w.more == 1 else 'were'} written." for w in session.weak_votes]
+def effort_note(weak: WeakVote) -> str:
+    """Why a round took more programs, afterwards: 'Only 1 of 5 programs agreed (on 60): 5 more were written.'"""
+    return (f"Only {weak.votes} of {weak.candidates} programs agreed (on {weak.answer.text}): {weak.more} more "
+            f"{'was' if weak.more == 1 else 'were'} written.")
 
 
 def doubt_message(session: Session) -> str:

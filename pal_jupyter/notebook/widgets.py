@@ -21,7 +21,7 @@ from typing import Any
 
 from ..engine.loop import SolveObserver
 from ..engine.records import Attempt, Session, Vote
-from ..engine.vote import doubt_message, effort_notes, more_programs_reason
+from ..engine.vote import doubt_message, effort_note, more_programs_reason
 
 _TOKEN_REFRESH_S = 0.1  # stream tokens to the browser at most ten times a second
 
@@ -139,7 +139,7 @@ def summary_text(session: Session | None, question: str, status: str) -> str:
     if session is not None and doubt_message(session):
         lines.append(doubt_message(session))
     if session is not None:
-        lines += effort_notes(session)
+        lines += [effort_note(weak) for weak in session.weak_votes]
     lines.append(status)
     if session is not None:
         for attempt in session.attempts:
@@ -163,8 +163,8 @@ def summary_html(session: Session | None, question: str, status: str, finished: 
         vote = session.vote if session.vote is not None and session.vote.round == index else None  # type: ignore[union-attr]
         is_last = index == session.rounds  # type: ignore[union-attr]
         parts.append(f"<details {'open' if is_last else ''}><summary>{html.escape(round_title(attempts, vote))}</summary>")
-        parts += [f"<div class='pal-status'>{html.escape(note)}</div>" for note, weak in
-                  zip(effort_notes(session), session.weak_votes) if weak.round == index]  # type: ignore[union-attr]
+        parts += [f"<div class='pal-status'>{html.escape(effort_note(weak))}</div>"
+                  for weak in session.weak_votes if weak.round == index]  # type: ignore[union-attr]
         for attempt in attempts:
             if attempt.samples > 1:
                 opened = "open" if attempt is session.final else ""  # type: ignore[union-attr]

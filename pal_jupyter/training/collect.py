@@ -155,7 +155,8 @@ def collect(
         try:
             # Exactly `samples` programs per attempt: the collection's size is the caller's choice.
             session = solve(question, model=backend, executor=pool, samples=samples, max_programs=samples,
-                            max_attempts=max_attempts, generation=generation, limits=limits, variables=row.get("variables"))
+                            max_attempts=max_attempts, generation=generation, limits=limits,
+                            variables=row.get("variables"))
             records = program_records(session, row, index, backend.name, str(settings.get("data")), settings)
         except NoCodeError as exc:
             records = program_records(None, row, index, backend.name, str(settings.get("data")), settings, str(exc))
