@@ -163,3 +163,17 @@ def test_an_unwritable_trace_costs_a_warning_not_the_answer(pool, caplog):
     session = solve("Q", samples=1, model=ScriptedBackend([fenced("print(3)")]), executor=pool, trace="/dev/null/trace.jsonl")
     assert session.succeeded and session.answer == "3"
     assert "Could not append to the trace" in caplog.text
+
+
+@pytest.mark.parametrize("silent, fed_back", [
+    ("total = 12 * 3", "printed nothing"),
+    ("import math\nprint(math.nan)", "missing value, not an answer"),
+])
+def test_a_program_that_answers_nothing_is_repaired(pool, silent, fed_back):
+    """Running cleanly is not answering: nothing printed, or NaN, gets the next round (LeTI's feedback)."""
+    model = ScriptedBackend([fenced(silent), fenced("total = 12 * 3\nprint(total)")])
+    session = solve("What is 12 times 3?", samples=1, model=model, executor=pool)
+    first, second = session.attempts
+    assert not first.good and first.reward == "<|bad|>" and fed_back in first.feedback
+    assert fed_back in model.calls[1][-1]["content"] and second.kind == "repair"
+    assert session.succeeded and session.answer == "36"

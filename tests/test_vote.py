@@ -147,3 +147,20 @@ def test_doubt_is_said_in_plain_words():
     assert message.startswith("I am not sure") and "2 say 149, 2 say 150 and 1 gave no answer" in message  # tie: shorter programs first
     assert "teacher" in message
     assert doubt_message(_session("5\n")) == ""  # one program: nothing to compare
+
+
+@pytest.mark.parametrize("stdout, reason", [
+    ("", "printed nothing"),
+    ("nan\n", "printed nan, which is a missing value"),
+    ("None\n", "printed None, which is a missing value"),
+    ("Total: <NA>\n", None),  # a sentence around it is text the vote can still compare
+])
+def test_a_program_that_answers_nothing_does_not_vote(stdout, reason):
+    attempts = [candidate(1, stdout), candidate(2, "159\n")]
+    mark_off_target(attempts, "What is the total revenue?")
+    off_target = attempts[0].off_target
+    if reason is None:
+        assert off_target is None and attempts[0].good
+    else:
+        assert off_target.startswith(reason) and not attempts[0].good and take_vote(attempts).winner.votes == 1
+        assert attempts[0].error_type == ("NoOutput" if stdout == "" else "MissingValue")

@@ -20,6 +20,7 @@ from typing import Any
 
 from ..backends import ChatMessage
 from ..kernels import ExecutionResult
+from .records import PRINTED_NOTHING, TABLE_FOR_NUMBER
 
 SYSTEM = (
     "You are a patient Python tutor. You answer questions by writing a short Python program "
@@ -420,9 +421,7 @@ def execution_feedback(
     if len(printed) > output_limit:
         printed = printed[:output_limit] + " ...[cut]"
     if off_target is not None and result.ok:
-        return (f"The program ran and printed a table:\n{printed}\nbut the question asks for one number. "
-                "Reduce the table to a single value (for example with .sum(), .iloc[0] or .item()) and "
-                "print just that number.")
+        return _no_answer_feedback(off_target, printed)
     if result.error is not None:
         head = f"It printed:\n{printed}\n\n" if printed else ""
         error = result.error.traceback.strip() or f"{result.error.ename}: {result.error.evalue}"
@@ -435,6 +434,19 @@ def execution_feedback(
     if not printed and not result.outputs:
         return "The program ran but printed nothing. Print the answer."
     return f"The program ran and printed:\n{printed}" if printed else "The program ran without errors."
+
+
+def _no_answer_feedback(off_target: str, printed: str) -> str:
+    """What to tell the model about a program that ran but gave no usable answer (``Attempt.off_target``)."""
+    if off_target == PRINTED_NOTHING:
+        return "The program ran but printed nothing. End it by printing the answer, for example print(answer)."
+    if off_target == TABLE_FOR_NUMBER:
+        return (f"The program ran and printed a table:\n{printed}\nbut the question asks for one number. "
+                "Reduce the table to a single value (for example with .sum(), .iloc[0] or .item()) and "
+                "print just that number.")
+    return (f"The program ran and printed:\n{printed}\nThat is a missing value, not an answer: usually a "
+            "filter that matched no rows, a value that is missing in the data, or a division by zero. Print "
+            "the rows or values the calculation uses to see which, then print the answer.")
 
 
 def name_suggestion(ename: str, evalue: str, code: str | None) -> str | None:

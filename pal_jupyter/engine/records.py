@@ -48,6 +48,16 @@ class ProgramAnswer:
         return self.key == other.key
 
 
+#: Why a program that ran cleanly gave no usable answer (``Attempt.off_target``), as "The program ...".
+TABLE_FOR_NUMBER = "printed a table, but the question asks for one number"
+PRINTED_NOTHING = "printed nothing"
+
+
+def no_value(printed: str) -> str:
+    """The ``off_target`` of a program whose answer is a missing value ('nan', 'None')."""
+    return f"printed {printed}, which is a missing value, not an answer"
+
+
 @dataclass
 class VoteGroup:
     """Programs of one round that gave the same answer."""
@@ -131,7 +141,7 @@ class Attempt:
     refusal: str | None = None  # why the program was not run (it replaced the user's data)
     execution: ExecutionResult | None = None
     program_answer: ProgramAnswer | None = None  # what it answered, when it ran and showed something
-    off_target: str | None = None  # it ran, but answered in the wrong form (a table for a number)
+    off_target: str | None = None  # it ran, but gave no usable answer (nothing, NaN, a table for a number)
     correct: bool | None = None  # checker's verdict; None when no checker was given
     feedback: str = ""  # what the interpreter said, as given to the next prompt
     prompt_tokens: int = 0
@@ -166,7 +176,8 @@ class Attempt:
     @property
     def error_type(self) -> str | None:
         """A short label for what went wrong: exception name, stop reason, NoCode, ReplacedData,
-        NotANumber (a table where one number was asked for) or WrongAnswer."""
+        NoOutput (it ran and printed nothing), MissingValue (it printed nan or None), NotANumber (a
+        table where one number was asked for) or WrongAnswer."""
         if self.code is None:
             return "NoCode"
         if self.refusal is not None:
@@ -178,7 +189,7 @@ class Attempt:
         if not self.execution.ok:
             return self.execution.reason.value
         if self.off_target is not None:
-            return "NotANumber"
+            return {PRINTED_NOTHING: "NoOutput", TABLE_FOR_NUMBER: "NotANumber"}.get(self.off_target, "MissingValue")
         return "WrongAnswer" if self.correct is False else None
 
 

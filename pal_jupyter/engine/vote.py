@@ -13,8 +13,10 @@ How answers are compared:
 * **text** answers (``East``) are equal ignoring case, surrounding quotes and punctuation;
 * **figures**: a program that only drew a plot answers "a figure", and all figures agree.
 
-When a question asks for one number, programs that printed a table instead do not vote: they
-answered a different question (:func:`mark_off_target` says when).
+Programs that ran but gave no usable answer do not vote, and are fed back for repair when no
+program of the round answered (:func:`mark_off_target`): a program that printed nothing, one that
+printed a missing value (``nan``, ``None``: usually a filter that matched no rows), and, when the
+question asks for one number, one that printed a table (it answered a different question).
 
 Ties go to the answer whose shortest program is shortest (a simpler program is less likely to
 carry a stray step), then to the answer that came first.
@@ -32,7 +34,8 @@ from collections.abc import Sequence
 
 from .answers import parse_number
 from ..kernels import ExecutionResult
-from .records import Attempt, ProgramAnswer, Session, Vote, VoteGroup, WeakVote
+from .records import (PRINTED_NOTHING, TABLE_FOR_NUMBER, Attempt, ProgramAnswer, Session, Vote, VoteGroup,
+                      WeakVote, no_value)
 
 _SERIES_FOOTER = re.compile(r"^(?:Name: .*, )?(?:Length: \d+, )?dtype: \w+$")
 _FRAME_FOOTER = re.compile(r"^\[\d+ rows x \d+ columns\]$")
@@ -45,6 +48,8 @@ _NUMBER_QUESTION = re.compile(
     r"maximum|minimum|largest|smallest|highest|lowest|percentage|share|difference)\b",
     re.IGNORECASE,
 )
+# What pandas, numpy and Python print for a value that is not there.
+_MISSING_VALUES = {"nan", "none", "null", "nat", "<na>", "inf", "-inf"}
 
 
 def strictly_asks_for_number(question: str) -> bool:
@@ -106,19 +111,29 @@ def _table_key(text: str) -> str:
 
 
 def mark_off_target(attempts: Sequence[Attempt], question: str) -> None:
-    """Set ``off_target`` on programs that printed a table where the question wants one number.
+    """Set ``off_target`` on programs that ran cleanly but gave no usable answer.
 
-    Strict wording ("print just the number") rules tables out always; looser wording ("how
-    many", "what is the total") only when another program of the round did print a number,
-    because "how many orders per region" is rightly answered by a table.
+    A program that printed nothing, or a missing value (``nan``, ``None``), answered nothing. A
+    table is no answer where one number is asked: strict wording ("print just the number") rules
+    tables out always; looser wording ("how many", "what is the total") only when another program
+    of the round did print a number, because "how many orders per region" is rightly answered by a
+    table.
     """
-    tables = [a for a in attempts if a.program_answer is not None and a.program_answer.kind == "table"]
-    if not tables:
-        return
     some_number = any(a.program_answer is not None and a.program_answer.kind == "number" for a in attempts)
-    if strictly_asks_for_number(question) or (some_number and asks_for_number(question)):
-        for attempt in tables:
-            attempt.off_target = "printed a table, but the question asks for one number"
+    tables_out = strictly_asks_for_number(question) or (some_number and asks_for_number(question))
+    for attempt in attempts:
+        if attempt.ran_cleanly:
+            attempt.off_target = _no_answer(attempt.program_answer, tables_out)
+
+
+def _no_answer(answer: ProgramAnswer | None, tables_out: bool) -> str | None:
+    if answer is None:
+        return PRINTED_NOTHING
+    if answer.kind == "text" and answer.text.strip().strip("'\"").casefold() in _MISSING_VALUES:
+        return no_value(answer.text.strip())
+    if answer.kind == "table" and tables_out:
+        return TABLE_FOR_NUMBER
+    return None
 
 
 def take_vote(attempts: Sequence[Attempt]) -> Vote:
