@@ -24,7 +24,13 @@ REPLIES = {
 }
 _state = {}
 
+WORDS = "Driving at 60 mph for 2.5 hours covers 60 * 2.5 = 150 miles.\\nAnswer: 150"
+
 def reply(messages):
+    if messages[0]["content"].startswith("You are a careful math tutor"):  # the answer in words
+        return WORDS
+    if messages[-1]["content"].startswith("Now write a short Python program that follows your steps"):
+        return fenced("hours = 2.5\\nprint(60 * hours)")
     question = messages[-1]["content"] if len(messages) > 2 else messages[-1]["content"].split("Question: ")[1]
     key = next(k for k in REPLIES if k in question)
     index = _state.get(key, 0)
@@ -188,13 +194,28 @@ def test_several_programs_vote_and_the_widget_says_they_disagree(kernel):
 
 def test_a_weak_vote_writes_more_programs_and_the_widget_says_why(kernel):
     # The scripted replies repeat every 5: 2 of 5 agree on 150, so 5 more are written, then the cap.
-    reply, outputs = kernel.run("%%pal --samples 5 --max-programs 10\nA disagree question, again: how far?")
+    reply, outputs = kernel.run("%%pal --samples 5 --max-programs 10 --second-opinion off\n"
+                                "A disagree question, again: how far?")
     assert reply["status"] == "ok"
     final = [o for o in outputs if o["output_type"] == "update_display_data"][-1]["data"]
     text, page = final["text/plain"], final["text/html"]
     assert "Only 2 of 5 programs agreed (on 150): 5 more were written." in text
     assert "attempt 1, program 10 of 10:" in text and "I am not sure: the programs disagree (4 say 150" in text
     assert "4 of 10" in page and "Only 2 of 5 programs agreed (on 150): 5 more were written." in page
+
+
+def test_a_weak_vote_is_worked_out_in_words_and_the_widget_shows_the_steps(kernel):
+    # 2 of 5 agree on 150: the words answer (150) and the program that follows it (150) join the vote.
+    reply, outputs = kernel.run("%%pal --samples 5 --max-programs 10\nA disagree question, in words: how far?")
+    assert reply["status"] == "ok"
+    final = [o for o in outputs if o["output_type"] == "update_display_data"][-1]["data"]
+    text, page = final["text/plain"], final["text/html"]
+    assert ("Only 2 of 5 programs agreed (on 150): the question was worked out in words, and one more program "
+            "followed those steps.") in text
+    assert "Worked out in words, the answer is also 150." in text and "attempt 1, program 6 of 6: answer 150.0" in text
+    assert "3 of 6 programs agree on this answer, and so does the answer worked out in words" in text
+    assert "Worked out in words first" in page and "60 * 2.5 = 150 miles" in page
+    assert "data-confidence='medium'" in page and "programs 1, 2, 6" in page
 
 
 def test_a_cells_timeout_keeps_the_warm_pool(kernel):

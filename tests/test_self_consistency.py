@@ -13,7 +13,9 @@ import psutil
 import pytest
 
 from pal_jupyter import ExecutorLimits, KernelPool, ScriptedBackend, solve
+from pal_jupyter.engine import reasoning
 from pal_jupyter.engine.loop import SolveObserver
+from pal_jupyter.engine.vote import doubt_message
 from pal_jupyter.backends import GenerationOptions
 from pal_jupyter.engine.trace import read_trace
 
@@ -222,7 +224,8 @@ def test_a_weak_vote_writes_more_programs_from_the_same_prompt_and_they_join_the
     model = ScriptedBackend(first + second)
     observer = _Recorder()
     trace = tmp_path / "trace.jsonl"
-    session = solve("Revenue of the East?", model=model, executor=pool, samples=5, observer=observer, trace=trace)
+    session = solve("Revenue of the East?", model=model, executor=pool, samples=5, observer=observer, trace=trace,
+                    second_opinion="off")
     assert model.batch_sizes == [5, 5] and len(model.calls) == 2 and model.calls[0] == model.calls[1]
     assert observer.more == [(1, 5, 5)]
     assert session.rounds == 1 and [a.sample for a in session.attempts] == list(range(1, 11))
@@ -237,7 +240,8 @@ def test_more_programs_stop_at_max_programs_and_a_clear_vote_needs_none(pool):
     disagree = [fenced(f"print({n})") for n in range(1, 13)]
     model = ScriptedBackend(disagree)
     observer = _Recorder()
-    session = solve("Which?", model=model, executor=pool, samples=4, max_programs=10, observer=observer)
+    session = solve("Which?", model=model, executor=pool, samples=4, max_programs=10, observer=observer,
+                    second_opinion="off")
     assert model.batch_sizes == [4, 4, 2] and observer.more == [(1, 4, 4), (1, 8, 2)]
     assert session.vote.candidates == 10 and session.confidence == "low"  # still unsure, and it says so
 
@@ -246,7 +250,7 @@ def test_more_programs_stop_at_max_programs_and_a_clear_vote_needs_none(pool):
     assert agree.batch_sizes == [5] and session.confidence == "high"
 
     capped = ScriptedBackend(disagree[:5])
-    session = solve("Which?", model=capped, executor=pool, samples=5, max_programs=5)
+    session = solve("Which?", model=capped, executor=pool, samples=5, max_programs=5)  # no room for a 6th
     assert capped.batch_sizes == [5] and session.confidence == "low"
 
 
@@ -259,5 +263,79 @@ def test_a_seeded_question_gives_the_extra_programs_their_own_seed(pool):
             return super().generate_many(messages, n, options, on_token)
 
     model = Seeds([fenced(f"print({n})") for n in range(1, 7)])
-    solve("Which?", model=model, executor=pool, samples=3, max_programs=6, generation=GenerationOptions(seed=11))
+    solve("Which?", model=model, executor=pool, samples=3, max_programs=6, generation=GenerationOptions(seed=11),
+          second_opinion="off")
     assert seen == [11, 14]
+
+
+class _Options(ScriptedBackend):
+    """A scripted model that also keeps the generation options of each call."""
+
+    def __init__(self, replies):
+        super().__init__(replies)
+        self.options = []
+
+    def generate_many(self, messages, n, options=None, on_token=None):
+        self.options.append(options)
+        return super().generate_many(messages, n, options, on_token)
+
+
+class _Reasoning(_Recorder):
+    def __init__(self):
+        super().__init__()
+        self.started, self.words = [], []
+
+    def reasoning_started(self, session, vote):
+        self.started.append((vote.votes, vote.candidates))
+
+    def reasoning_token(self, session, text):
+        self.words.append(text)
+
+
+WEAK = [fenced("print(60)"), fenced("print(160)"), fenced("print(263)"), fenced("print(missing)"), fenced("print(159)")]
+
+
+def test_a_weak_vote_is_worked_out_in_words_then_by_a_program_that_follows_the_steps(pool):
+    words = "The East sold 3 items at 53 each.\n3 * 53 = 159.\nAnswer: 159"
+    model = _Options(WEAK + [words, fenced("units = 3\nprice = 53\nprint(units * price)")])
+    observer = _Reasoning()
+    session = solve("Revenue of the East?", model=model, executor=pool, samples=5, observer=observer)
+    assert model.batch_sizes == [5, 1, 1] and observer.started == [(1, 5)] and "".join(observer.words) == words
+    words_prompt, program_prompt = model.calls[1], model.calls[2]
+    assert words_prompt[0]["content"] == reasoning.WORDS_SYSTEM and words_prompt[-1]["content"] == "Revenue of the East?"
+    assert program_prompt[-2] == {"role": "assistant", "content": words} and \
+        program_prompt[-1]["content"] == reasoning.FOLLOW_YOUR_STEPS
+    words_options, program_options = model.options[1], model.options[2]
+    assert not words_options.stop_after_code and words_options.temperature_for(1) == 0  # greedy, to its end
+    assert program_options.temperature_for(1) == 0 and program_options.stop_after_code
+
+    reasoned = session.attempts[-1]
+    assert (reasoned.kind, reasoned.sample, reasoned.samples, reasoned.index) == ("reasoned", 6, 6, 1)
+    opinion = session.second_opinion
+    assert opinion.answer.value == 159 and opinion.program == 6 and opinion.text == words
+    assert [w.how for w in session.weak_votes] == ["reason"] and observer.more == []  # agreed: no more programs
+    vote = session.vote
+    assert session.answer == "159" and vote.winner.samples == [5, 6] and vote.winner.words
+    assert vote.tally == "2 of 6 programs agree, and so does the answer in words"
+    assert session.confidence == "medium" and "answer worked out in words" in doubt_message(session)
+
+
+def test_words_that_disagree_leave_the_vote_weak_and_more_programs_follow(pool):
+    # The program after the words prints 159 (as program 5 did), the words say 4: 159 leads with 2 of 6,
+    # still weak, so five more programs are written; the words' dissent stays in the doubt message.
+    more = [fenced("print(159)")] * 5
+    model = ScriptedBackend(WEAK + ["2 + 2 = 4\nAnswer: 4", fenced("print(159)")] + more)
+    observer = _Reasoning()
+    session = solve("Revenue of the East?", model=model, executor=pool, samples=5, observer=observer)
+    assert model.batch_sizes == [5, 1, 1, 5] and [w.how for w in session.weak_votes] == ["reason", "more"]
+    assert observer.more == [(2, 6, 5)] and session.weak_votes[1].answer.text == "159"
+    assert session.answer == "159" and session.vote.candidates == 11 and not session.vote.winner.words
+    assert session.confidence == "medium"  # 7 of 11
+    assert "Worked out in words, the answer is 4, not 159" in doubt_message(session)
+
+
+def test_questions_about_the_users_data_get_no_words_answer(pool):
+    model = ScriptedBackend(WEAK + [fenced("print(159)")] * 5)
+    session = solve("Revenue of the East?", model=model, executor=pool, samples=5,
+                    variables={"sales": pd.DataFrame({"units": [3], "price": [53]})})
+    assert model.batch_sizes == [5, 5] and session.second_opinion is None

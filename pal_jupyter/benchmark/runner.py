@@ -28,8 +28,8 @@ from typing import Any
 
 from ..backends import GenerationOptions, ModelBackend
 from ..engine.grading import expected_of, is_correct, question_of
-from ..engine.loop import DEFAULT_MAX_PROGRAMS, solve
-from ..engine.records import ProgramAnswer, Session, to_jsonable
+from ..engine.loop import DEFAULT_MAX_PROGRAMS, SECOND_OPINIONS, solve
+from ..engine.records import ProgramAnswer, Session, WeakVote, to_jsonable
 from ..engine.trace import TraceWriter
 from ..engine.vote import read_answer
 from ..errors import PalError
@@ -42,6 +42,7 @@ class Config:
 
     samples: int = 1
     max_programs: int = DEFAULT_MAX_PROGRAMS  # while the vote is weak, more programs up to this many
+    second_opinion: str = SECOND_OPINIONS[0]  # what a weak vote asks for first ("words" or "off")
     dtype: str = "auto"
     backend: str = "auto"  # the runtime of a local model: auto, torch or llamacpp
     prompt: str | None = None  # None: the model's own (an adapter's), else the measured default
@@ -54,7 +55,9 @@ class Config:
         guard = "" if self.guard else " no-guard"
         runtime = "" if self.backend == "auto" else f"{self.backend} "
         effort = f" (up to {self.max_programs})" if self.samples > 1 and self.max_programs > self.samples else ""
-        return f"k={self.samples}{effort} {runtime}{self.dtype} {self.prompt or 'default-prompt'}{temperature}{guard}"
+        words = " +words" if self.samples > 1 and self.second_opinion == "words" else ""
+        return (f"k={self.samples}{effort}{words} {runtime}{self.dtype} {self.prompt or 'default-prompt'}"
+                f"{temperature}{guard}")
 
 
 @dataclass
@@ -83,6 +86,13 @@ class QuestionResult:
     # What the plain vote of `samples` programs would have answered, and when (without more programs).
     plain_vote_correct: bool = False
     plain_vote_seconds: float = 0.0
+    # The words answer of a weak vote (engine.reasoning), and what the question would have answered,
+    # and when, had it stopped after that step (before any more programs).
+    words_answer: str | None = None
+    words_correct: bool | None = None
+    reasoned_correct: bool | None = None  # the program that followed the words
+    before_more_correct: bool = False
+    before_more_seconds: float = 0.0
     error_types: list[str] = field(default_factory=list)
     seconds: float = 0.0
     completion_tokens: int = 0
@@ -156,7 +166,8 @@ def run_benchmark(
             try:
                 session = solve(
                     result.question, model=backends(config), executor=pool, max_attempts=max_attempts,
-                    samples=config.samples, max_programs=config.max_programs, prompt_style=config.prompt,
+                    samples=config.samples, max_programs=config.max_programs,
+                    second_opinion=config.second_opinion, prompt_style=config.prompt,
                     guard_data=config.guard, checker=checker,
                     variables=row.get("variables"), trace=trace, limits=limits,
                     generation=dataclasses.replace(generation or GenerationOptions(), temperature=config.temperature)
@@ -190,18 +201,32 @@ def fill(result: QuestionResult, session: Session) -> None:
     result.replaced_data = sum(bool(a.replaced) for a in session.attempts)
     result.answer_from_replaced = bool(final is not None and final.replaced and session.succeeded)
     result.rounds = session.rounds
-    result.more_programs = sum(w.more for w in session.weak_votes)
-    if session.weak_votes:
-        stop = session.weak_votes[0]  # where the loop without adaptive effort stops
-        result.plain_vote_correct = is_correct(stop.answer, None, expected)
-        result.plain_vote_seconds = stop.seconds
-    else:
-        result.plain_vote_correct, result.plain_vote_seconds = result.correct, session.seconds
+    result.more_programs = sum(w.more for w in session.weak_votes if w.how == "more")
+    # Where the loop would have stopped without any extra work (the first weak vote), and without
+    # more programs (the first weak vote that asked for them): one run gives all three answers.
+    plain = session.weak_votes[0] if session.weak_votes else None
+    before_more = next((w for w in session.weak_votes if w.how == "more"), None)
+    result.plain_vote_correct, result.plain_vote_seconds = _had_stopped(plain, result, session)
+    result.before_more_correct, result.before_more_seconds = _had_stopped(before_more, result, session)
+    opinion = session.second_opinion
+    if opinion is not None:
+        result.words_answer = opinion.answer.text if opinion.answer is not None else None
+        result.words_correct = is_correct(opinion.answer, None, expected)
+        reasoned = next(a for a in session.round(opinion.round) if a.sample == opinion.program)
+        result.reasoned_correct = is_correct(reasoned.program_answer, reasoned.execution, expected)
     result.error_types = [a.error_type for a in session.attempts if a.error_type]
     result.seconds = session.seconds
     result.completion_tokens = sum(a.completion_tokens for a in session.attempts)
     result.generate_s = session.generate_seconds
     result.first_token_s = first.first_token_s
+
+
+def _had_stopped(stop: WeakVote | None, result: QuestionResult, session: Session) -> tuple[bool, float]:
+    """Whether the answer was right, and when it came, had the question stopped at ``stop`` (None:
+    it did not go past that point anyway)."""
+    if stop is None:
+        return result.correct, session.seconds
+    return is_correct(stop.answer, None, result.expected), stop.seconds
 
 
 def _share(values: Iterable[bool]) -> float:
@@ -236,6 +261,13 @@ def summarize(results: list[QuestionResult], *, model: str, load_seconds: float,
         # The same run, as if it had stopped at the first weak vote (the loop without adaptive effort).
         "accuracy_plain_vote": _share(r.plain_vote_correct for r in results),
         "seconds_plain_vote_mean": statistics.fmean(r.plain_vote_seconds for r in results) if results else 0.0,
+        # ... and as if it had stopped after the words answer, before more programs.
+        "questions_with_words": sum(r.words_correct is not None for r in results),
+        "words_correct": sum(bool(r.words_correct) for r in results),
+        "reasoned_correct": sum(bool(r.reasoned_correct) for r in results),
+        "accuracy_before_more_programs": _share(r.before_more_correct for r in results),
+        "seconds_before_more_programs_mean": statistics.fmean(r.before_more_seconds for r in results) if results else 0.0,
+        "calibration_shown": calibration_shown(results),
         "error_types": dict(Counter(e for r in results for e in r.error_types).most_common()),
         "replaced_data_programs": sum(r.replaced_data for r in results),
         "answers_from_replaced_data": sum(r.answer_from_replaced for r in results),
@@ -261,6 +293,16 @@ def calibration(results: list[QuestionResult]) -> list[dict[str, Any]]:
             "accuracy": _share(r.correct for r in group),
         })
     return table
+
+
+def calibration_shown(results: list[QuestionResult]) -> dict[str, dict[str, float]]:
+    """Accuracy by the confidence the user was shown ("high": sure, "medium": check it, "low": not
+    sure): whether the visible doubt is honest."""
+    levels: dict[str, list[QuestionResult]] = {}
+    for r in results:
+        levels.setdefault(r.confidence, []).append(r)
+    return {level: {"questions": len(group), "accuracy": _share(r.correct for r in group)}
+            for level, group in sorted(levels.items())}
 
 
 def format_summaries(summaries: list[dict[str, Any]]) -> str:
@@ -290,6 +332,17 @@ def format_summaries(summaries: list[dict[str, Any]]) -> str:
                          f"{s['questions_with_more_programs']} of {s['questions']} questions; stopped at the first weak "
                          f"vote instead: {100 * s['accuracy_plain_vote']:.1f}% at {s['seconds_plain_vote_mean']:.1f} s "
                          "mean per question (same run)")
+    for s in summaries:
+        if s.get("questions_with_words"):
+            lines.append(f"reason first {_label(s)}: worked out in words on {s['questions_with_words']} questions "
+                         f"(the words right on {s['words_correct']}, the program after them on "
+                         f"{s['reasoned_correct']}); stopped before more programs: "
+                         f"{100 * s['accuracy_before_more_programs']:.1f}% at "
+                         f"{s['seconds_before_more_programs_mean']:.1f} s mean per question (same run)")
+        if s["config"]["samples"] > 1 and s.get("calibration_shown"):
+            shown = ", ".join(f"{level} {100 * c['accuracy']:.0f}% of {c['questions']}"
+                              for level, c in s["calibration_shown"].items())
+            lines.append(f"shown confidence {_label(s)}: {shown}")
     for s in summaries:
         errors = ", ".join(f"{k} {v}" for k, v in s["error_types"].items()) or "none"
         lines.append(f"errors {_label(s)}: {errors}; programs that replaced the data: {s['replaced_data_programs']} "

@@ -49,7 +49,7 @@ def _prompt_option(text: str) -> str:
 
 
 # Options the benchmark compares side by side: several comma-separated values make several configs.
-COMPARED = ("samples", "max_programs", "backend", "dtype", "temperature")
+COMPARED = ("samples", "max_programs", "second_opinion", "backend", "dtype", "temperature")
 
 
 def _add_engine_options(parser: argparse.ArgumentParser, *, compare: bool = False) -> None:
@@ -181,8 +181,8 @@ def cmd_ask(args: argparse.Namespace) -> int:
         backend = _load(settings)
         session = solve(
             question, model=backend, executor=pool, max_attempts=settings.max_attempts, samples=settings.samples,
-            max_programs=settings.max_programs, generation=settings.generation(), limits=settings.limits(), trace=trace,
-            observer=observer,
+            max_programs=settings.max_programs, second_opinion=settings.second_opinion,
+            generation=settings.generation(), limits=settings.limits(), trace=trace, observer=observer,
         )
     if args.json:
         print(json.dumps(to_jsonable(session), indent=2, default=str))
@@ -224,12 +224,13 @@ def cmd_bench(args: argparse.Namespace) -> int:
     rows = read_rows(args.data, args.limit, args.offset)
     if not rows:
         raise PalError(f"No rows in {args.data} (offset {args.offset}).")
-    configs = [Config(samples=k, max_programs=m, dtype=d, backend=b, prompt=p, temperature=t, guard=g)
+    configs = [Config(samples=k, max_programs=m, second_opinion=o, dtype=d, backend=b, prompt=p, temperature=t,
+                      guard=g)
                for b in args.backend for d in args.dtype for p in args.prompt for t in args.temperature
-               for g in args.data_guard for k in args.samples for m in args.max_programs]
+               for g in args.data_guard for k in args.samples for m in args.max_programs for o in args.second_opinion]
     for config in configs:  # every combination must be a valid setting before any model loads
-        _settings(args, samples=config.samples, max_programs=config.max_programs, dtype=config.dtype,
-                  backend=config.backend, temperature=config.temperature)
+        _settings(args, samples=config.samples, max_programs=config.max_programs, second_opinion=config.second_opinion,
+                  dtype=config.dtype, backend=config.backend, temperature=config.temperature)
     settings = _settings(args)
     loaded: dict[tuple[str, str], Any] = {}
 
@@ -288,6 +289,7 @@ def _tally(results: list[Any], configs: list[Any]) -> dict[str, str]:
     for config in configs:
         done = [r for r in results if r.config == config]
         tally[f"k{config.samples}" + (f"-max{config.max_programs}" if len({c.max_programs for c in configs}) > 1 else "")
+              + (f"-{config.second_opinion}" if len({c.second_opinion for c in configs}) > 1 else "")
               + (f"-{config.backend}" if len({c.backend for c in configs}) > 1 else "")
               + (f"-{config.dtype[:4]}" if len({c.dtype for c in configs}) > 1 else "")
               + (f"-{config.prompt or 'default'}" if len({c.prompt for c in configs}) > 1 else "")

@@ -9,7 +9,7 @@ from typing import Any, TextIO
 
 from .loop import SolveObserver
 from .records import Attempt, Session, Vote
-from .vote import more_programs_reason
+from .vote import more_programs_reason, reasoning_reason, second_opinion_note
 
 
 class ConsoleObserver(SolveObserver):
@@ -32,6 +32,9 @@ class ConsoleObserver(SolveObserver):
         print(text, file=self.out, flush=True)
 
     def attempt_started(self, attempt: Attempt) -> None:
+        if attempt.kind == "reasoned":
+            self._print()
+            self._print(self._style("── one more program, following those steps ──", "1;36"))
         if attempt.sample != 1:
             return
         what = "a program" if attempt.samples == 1 else f"{attempt.samples} programs"
@@ -103,6 +106,8 @@ class ConsoleObserver(SolveObserver):
         if vote.candidates <= 1:
             return
         self._print(self._style(f"Vote: {vote.tally}" + (f" on {vote.winner.answer.text}" if vote.winner else ""), "1"))
+        if second_opinion_note(vote):
+            self._print(self._style(f"  {second_opinion_note(vote)}", "33" if not vote.winner.words else "2"))  # type: ignore[union-attr]
         if len(vote.groups) > 1:
             others = "; ".join(f"{g.answer.text} ({g.votes})" for g in vote.groups[1:])
             self._print(self._style(f"  other answers: {others}", "33"))
@@ -110,6 +115,13 @@ class ConsoleObserver(SolveObserver):
         if vote.winner is not None and final is not None:
             self._print(self._style(f"── Program {final.sample} (the shortest with the winning answer) ──", "2"))
             self._print(final.code or "")
+
+    def reasoning_started(self, session: Session, vote: Vote) -> None:
+        self._print(self._style(f"── {reasoning_reason(vote)} ──", "1;36"))
+
+    def reasoning_token(self, session: Session, text: str) -> None:
+        if self.stream_tokens:
+            print(text, end="", file=self.out, flush=True)
 
     def more_programs(self, session: Session, vote: Vote, count: int) -> None:
         self._print(self._style(f"── {more_programs_reason(vote, count)} ──", "1;36"))

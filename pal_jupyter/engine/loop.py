@@ -28,9 +28,9 @@ from ..backends import Generation, GenerationOptions, ModelBackend, generate_can
 from ..errors import EmptyQuestionError, KernelError, NoCodeError, SettingError
 from ..kernels import ExecutionResult, ExecutorLimits, KernelPool
 from ..kernels.executor import pickling_problem
-from . import prompts
+from . import prompts, reasoning
 from .extraction import extract_code, free_names, replaced_variables, replacement_started
-from .records import Attempt, Session, Vote, WeakVote
+from .records import Attempt, SecondOpinion, Session, Vote, WeakVote
 from .trace import TraceWriter
 from .vote import mark_off_target, read_answer, take_vote
 
@@ -44,6 +44,8 @@ DEFAULT_SAMPLES = 5
 #: Most programs one prompt may get when its programs disagree (README, "Adaptive effort").
 DEFAULT_MAX_PROGRAMS = 15
 MAX_PROGRAMS = 48
+#: What a weak vote asks for before more programs: "words" (engine.reasoning) or "off".
+SECOND_OPINIONS = ("words", "off")
 _UNFIXABLE = {"Timeout", "KernelDied", "OutputLimit"}  # errors a repair prompt explains badly
 
 
@@ -53,8 +55,9 @@ class SolveObserver:
     Per round: ``attempt_started`` for each candidate, then ``token`` as they are written (the
     candidates of a round stream together), ``code_ready`` and ``output`` per program,
     ``attempt_finished`` per program, and ``vote_taken`` once the round is tallied. When the
-    vote is weak, ``more_programs`` says so and the same steps follow for the extra programs,
-    which join the round (and its vote).
+    vote is weak, ``reasoning_started`` and ``reasoning_token`` follow the words answer of
+    :mod:`.reasoning`, and ``more_programs`` says when more programs are written; the programs
+    that follow go through the same steps and join the round (and its vote).
     """
 
     def session_started(self, session: Session) -> None: ...
@@ -64,6 +67,8 @@ class SolveObserver:
     def output(self, attempt: Attempt, output: dict[str, Any]) -> None: ...
     def attempt_finished(self, attempt: Attempt) -> None: ...
     def vote_taken(self, session: Session, vote: Vote) -> None: ...
+    def reasoning_started(self, session: Session, vote: Vote) -> None: ...
+    def reasoning_token(self, session: Session, text: str) -> None: ...
     def more_programs(self, session: Session, vote: Vote, count: int) -> None: ...
     def session_finished(self, session: Session) -> None: ...
 
@@ -99,6 +104,7 @@ def solve(
     max_attempts: int = 3,
     samples: int = DEFAULT_SAMPLES,
     max_programs: int = DEFAULT_MAX_PROGRAMS,
+    second_opinion: str = "words",
     prompt_style: str | None = None,
     guard_data: bool = True,
     checker: Checker | None = None,
@@ -113,8 +119,10 @@ def solve(
 
     Each attempt (round) draws ``samples`` programs in one batch and runs them all; the answer
     most of them print wins (``session.vote``, ``session.agreement``). When that vote is weak
-    (:func:`weak_vote`), ``samples`` more are drawn from the same prompt and join the vote, up to
-    ``max_programs`` in the round. The question is done at the first round where a program works
+    (:func:`weak_vote`), the model first solves the question in words and writes one program that
+    follows its steps (``second_opinion="words"``, questions without ``variables``: see
+    :mod:`.reasoning`); while the vote is still weak, ``samples`` more are drawn from the first
+    prompt and join the vote, up to ``max_programs`` in the round. The question is done at the first round where a program works
     (and ``checker``, when given, accepts it); otherwise a failure is fed back and the next round
     repairs it, up to ``max_attempts`` rounds.
 
@@ -135,6 +143,8 @@ def solve(
         raise SettingError(f"max_attempts must be a whole number of at least 1, not {max_attempts!r}.")
     check_samples(samples)
     _check_count("max_programs", max_programs, MAX_PROGRAMS, "most programs per attempt")
+    if second_opinion not in SECOND_OPINIONS:
+        raise SettingError(f"second_opinion must be one of {', '.join(SECOND_OPINIONS)}, not {second_opinion!r}.")
     if prompt_style is not None:
         prompts.prompt_style(prompt_style)  # an unknown style fails before anything starts
     generation = generation or GenerationOptions()
@@ -166,6 +176,9 @@ def solve(
             candidates = round_.run(index, messages, question)
             session.attempts.extend(candidates)
             session.vote = take_vote(candidates)
+            if weak_vote(session.vote) and second_opinion == "words" and not variables \
+                    and session.second_opinion is None and len(candidates) < max_programs:
+                _reason_first(session, round_, candidates, start)
             while weak_vote(session.vote) and len(candidates) < max_programs:
                 _more_programs(session, round_, messages, candidates, max_programs, start)
             session.seconds = time.perf_counter() - start
@@ -207,7 +220,36 @@ def _more_programs(session: Session, round_: _Round, messages: list[dict[str, st
     for attempt in candidates:
         attempt.samples = len(candidates)
     mark_off_target(candidates, session.question)
-    session.vote = take_vote(candidates)
+    session.vote = take_vote(candidates, vote.second_opinion)
+
+
+def _reason_first(session: Session, round_: _Round, candidates: list[Attempt], start: float) -> None:
+    """The second strategy for a weak vote (:mod:`.reasoning`): the model solves the question in
+    words, greedily, then writes one program that follows its steps. The program joins the round
+    (``candidates``, in place) and the words answer joins its vote; ``session.second_opinion``
+    keeps both."""
+    vote = session.vote
+    assert vote is not None and vote.winner is not None
+    session.weak_votes.append(WeakVote(vote.round, vote.votes, vote.candidates, vote.winner.answer,
+                                       time.perf_counter() - start, 1, how="reason"))
+    round_.observer.reasoning_started(session, vote)
+    words_start = time.perf_counter()
+    options = dataclasses.replace(round_.generation, temperature=None, seed=None, stop_after_code=False,
+                                  stop_when=None, max_new_tokens=reasoning.WORDS_TOKENS)
+    words = generate_candidates(round_.backend, reasoning.words_messages(session.question), 1, options,
+                                on_token=lambda _row, text: round_.observer.reasoning_token(session, text))[0].text
+    seconds = time.perf_counter() - words_start
+    program = round_.run(vote.round, reasoning.program_messages(session.question, words), session.question,
+                         drawn=len(candidates), count=1, kind="reasoned")
+    opinion = SecondOpinion(vote.round, words.strip(), reasoning.read_words_answer(words), seconds,
+                            program[0].sample)
+    session.second_opinion = opinion
+    session.attempts.extend(program)
+    candidates.extend(program)
+    for attempt in candidates:
+        attempt.samples = len(candidates)
+    mark_off_target(candidates, session.question)
+    session.vote = take_vote(candidates, opinion.answer)
 
 
 def repair_basis(candidates: Sequence[Attempt]) -> Attempt:
@@ -247,10 +289,10 @@ class _Round:
         self.guard_data, self.limits = guard_data, limits
 
     def run(self, index: int, messages: list[dict[str, str]], question: str, drawn: int = 0,
-            count: int | None = None) -> list[Attempt]:
+            count: int | None = None, kind: str | None = None) -> list[Attempt]:
         """``count`` (default ``samples``) programs for round ``index``, numbered after the ``drawn``
-        ones the round already has."""
-        kind = "initial" if index == 1 else "repair"
+        ones the round already has. A "reasoned" program (after a words answer) is written greedily."""
+        kind = kind or ("initial" if index == 1 else "repair")
         count = self.samples if count is None else count
         attempts = [
             Attempt(index=index, kind=kind, messages=messages, sample=drawn + i + 1, samples=drawn + count)
@@ -259,7 +301,7 @@ class _Round:
         for attempt in attempts:
             self.observer.attempt_started(attempt)
         replies = generate_candidates(
-            self.backend, messages, count, self._options(drawn),
+            self.backend, messages, count, self._options(drawn, greedy=kind == "reasoned"),
             on_token=lambda row, text: self.observer.token(attempts[row], text),
         )
         for attempt, reply in zip(attempts, replies):
@@ -276,13 +318,15 @@ class _Round:
             self.observer.attempt_finished(attempt)
         return attempts
 
-    def _options(self, drawn: int = 0) -> GenerationOptions:
+    def _options(self, drawn: int = 0, greedy: bool = False) -> GenerationOptions:
         """The generation options of a batch: a program that starts replacing the data handed over
         is stopped at that line (it would be refused anyway), so nobody waits for its invented table;
         and a seeded batch that adds to ``drawn`` programs gets its own seed (the same seed would
         write the same programs again)."""
         options = self.generation
-        if options.seed is not None and drawn:
+        if greedy:
+            options = dataclasses.replace(options, temperature=None, seed=None)
+        elif options.seed is not None and drawn:
             options = dataclasses.replace(options, seed=options.seed + drawn)
         names = frozenset(self.variables)
         if not (self.guard_data and names):

@@ -18,7 +18,7 @@ from typing import Any
 from ..backends import BACKENDS, SAMPLE_TEMPERATURE, GenerationOptions
 from ..errors import SettingError
 from ..kernels import ExecutorLimits
-from .loop import DEFAULT_MAX_PROGRAMS, DEFAULT_SAMPLES, MAX_PROGRAMS, MAX_SAMPLES
+from .loop import DEFAULT_MAX_PROGRAMS, DEFAULT_SAMPLES, MAX_PROGRAMS, MAX_SAMPLES, SECOND_OPINIONS
 
 GIB = 1024**3
 
@@ -151,6 +151,9 @@ OPTIONS: dict[str, Option] = {o.name: o for o in (
            "print wins", flags=("-k",), low=1, high=MAX_SAMPLES),
     Option("max_programs", int, DEFAULT_MAX_PROGRAMS, "most programs per attempt: while fewer than 3 in 5 agree, "
            "SAMPLES more are written (1: never more than SAMPLES)", low=1, high=MAX_PROGRAMS),
+    Option("second_opinion", str, SECOND_OPINIONS[0], "when the programs disagree, first: words (the model works "
+           "the question out step by step in words, then writes one program that follows its steps; both join the "
+           "vote; not for --use data) or off", choices=SECOND_OPINIONS),
     Option("max_attempts", int, 3, "attempts per question, repairs included", flags=("-n",), low=1, high=10),
     Option("timeout", float, 30.0, "seconds a program may run", flags=("-t",), above=0, high=3600),
     Option("memory_gib", float, 2.0, "address-space limit of the program's kernel, in GiB", low=1.5, high=4096),
@@ -179,6 +182,7 @@ class Settings:
     dtype: str = OPTIONS["dtype"].default
     samples: int = OPTIONS["samples"].default
     max_programs: int = OPTIONS["max_programs"].default
+    second_opinion: str = OPTIONS["second_opinion"].default
     max_attempts: int = OPTIONS["max_attempts"].default
     timeout: float = OPTIONS["timeout"].default
     memory_gib: float = OPTIONS["memory_gib"].default

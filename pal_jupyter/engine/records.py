@@ -65,6 +65,8 @@ class VoteGroup:
     answer: ProgramAnswer
     samples: list[int] = field(default_factory=list)  # 1-based candidate numbers within the round
     shortest: int = 0  # characters of the group's shortest program (the tie-break)
+    score: float = 0.0  # what ranks the groups: its programs' weights, plus the words answer's when it agrees
+    words: bool = False  # the step-by-step answer in words (engine.reasoning) gives this answer too
 
     @property
     def votes(self) -> int:
@@ -92,6 +94,7 @@ class Vote:
     round: int
     candidates: int  # programs drawn, whether they ran or not
     groups: list[VoteGroup] = field(default_factory=list)  # the winner first
+    second_opinion: ProgramAnswer | None = None  # the words answer that joined this vote, if any
 
     @property
     def winner(self) -> VoteGroup | None:
@@ -108,16 +111,24 @@ class Vote:
 
     @property
     def confidence(self) -> str:
-        return confidence_level(self.votes, self.candidates)
+        """How far the answer can be trusted (:func:`confidence_level`). Two independent ways of
+        solving it (the programs, and the answer worked out in words) agreeing lift a weak vote to
+        "medium": measured on GSM8K (benchmarks/README.md, "Reason first")."""
+        level = confidence_level(self.votes, self.candidates)
+        if level == "low" and self.winner is not None and self.winner.words:
+            return "medium"
+        return level
 
     @property
     def tally(self) -> str:
-        """'4 of 5 programs agree' (or why there was nothing to agree on)."""
+        """'4 of 5 programs agree' (or why there was nothing to agree on), and whether the words
+        answer agrees too."""
         if self.winner is None:
             return f"none of the {self.candidates} programs printed an answer"
         if self.candidates == 1:
             return "one program (not cross-checked)"
-        return f"{self.votes} of {self.candidates} programs agree"
+        words = ", and so does the answer in words" if self.winner.words else ""
+        return f"{self.votes} of {self.candidates} programs agree{words}"
 
 
 @dataclass
@@ -129,7 +140,7 @@ class Attempt:
     """
 
     index: int  # the round, 1-based: 1 is the first prompt, 2 the first repair ...
-    kind: str  # "initial" (PAL prompt) or "repair" (after interpreter feedback)
+    kind: str  # "initial" (PAL prompt), "repair" (after interpreter feedback) or "reasoned" (after a words answer)
     messages: list[dict[str, str]]  # the chat prompt given to the model
     sample: int = 1  # which of the round's candidates, 1-based
     samples: int = 1  # candidates drawn in this round
@@ -204,6 +215,19 @@ class WeakVote:
     answer: ProgramAnswer  # the weak winner
     seconds: float
     more: int  # programs then added
+    how: str = "more"  # "more": more programs from the same prompt; "reason": a words answer, then its program
+
+
+@dataclass
+class SecondOpinion:
+    """The step-by-step answer in words asked for when a round's programs disagreed
+    (:mod:`pal_jupyter.engine.reasoning`), and the program then written to follow it."""
+
+    round: int
+    text: str  # the model's reasoning, in words
+    answer: ProgramAnswer | None  # the number it ends on
+    seconds: float  # how long the words took
+    program: int  # the round's sample number of the program that follows these steps
 
 
 @dataclass
@@ -221,6 +245,7 @@ class Session:
     samples: int = 1  # candidate programs per round
     vote: Vote | None = None  # the tally of the round that ended the question
     weak_votes: list[WeakVote] = field(default_factory=list)  # why more programs were written
+    second_opinion: SecondOpinion | None = None  # the words answer asked for when programs disagreed
 
     def round(self, index: int) -> list[Attempt]:
         """The candidates of round ``index``."""

@@ -136,13 +136,22 @@ def _no_answer(answer: ProgramAnswer | None, tables_out: bool) -> str | None:
     return None
 
 
-def take_vote(attempts: Sequence[Attempt]) -> Vote:
+#: How much the program written after a words answer, and the words answer itself, count in a vote
+#: (an ordinary program counts 1). Chosen on GSM8K questions where the programs disagreed
+#: (benchmarks/README.md, "Reason first"): when the two agree they outweigh two agreeing programs.
+REASONED_WEIGHT = 1.5
+WORDS_WEIGHT = 1.5
+
+
+def take_vote(attempts: Sequence[Attempt], second_opinion: ProgramAnswer | None = None) -> Vote:
     """Tally the answers of one round's candidates (``program_answer`` and ``off_target`` already set).
 
     Only programs that worked vote: a failure, an off-target table, an answer the checker
-    rejected, or a program that showed nothing has no say.
+    rejected, or a program that showed nothing has no say. A ``second_opinion`` (the words answer of
+    :mod:`.reasoning`) adds :data:`WORDS_WEIGHT` to the programs that agree with it; it never wins
+    alone, since it is not a program that could be inserted.
     """
-    vote = Vote(round=attempts[0].index if attempts else 0, candidates=len(attempts))
+    vote = Vote(round=attempts[0].index if attempts else 0, candidates=len(attempts), second_opinion=second_opinion)
     for attempt in attempts:
         answer = attempt.program_answer
         if answer is None or not attempt.good:
@@ -150,12 +159,17 @@ def take_vote(attempts: Sequence[Attempt]) -> Vote:
         length = len((attempt.code or "").strip())
         group = next((g for g in vote.groups if g.answer.same_as(answer)), None)
         if group is None:
-            vote.groups.append(VoteGroup(answer, [attempt.sample], length))
-        else:
-            group.samples.append(attempt.sample)
-            group.shortest = min(group.shortest, length)
-    # Most votes first; then the shortest program; then the answer seen first (a stable sort).
-    vote.groups.sort(key=lambda g: (-g.votes, g.shortest))
+            group = VoteGroup(answer, [], length)
+            vote.groups.append(group)
+        group.samples.append(attempt.sample)
+        group.shortest = min(group.shortest, length)
+        group.score += REASONED_WEIGHT if attempt.kind == "reasoned" else 1.0
+    if second_opinion is not None:
+        for group in vote.groups:
+            if group.answer.same_as(second_opinion):
+                group.words, group.score = True, group.score + WORDS_WEIGHT
+    # Highest score first; then the shortest program; then the answer seen first (a stable sort).
+    vote.groups.sort(key=lambda g: (-g.score, g.shortest))
     return vote
 
 
@@ -174,22 +188,45 @@ def more_programs_reason(vote: Vote, count: int) -> str:
     return f"only {vote.votes} of {vote.candidates} programs agree{on}: writing {count} more"
 
 
+def reasoning_reason(vote: Vote) -> str:
+    """Why the question is worked out in words: 'only 2 of 5 programs agree (on 60): working it out in words first'."""
+    on = f" (on {vote.winner.answer.text})" if vote.winner is not None else ""
+    return f"only {vote.votes} of {vote.candidates} programs agree{on}: working it out in words first"
+
+
 def effort_note(weak: WeakVote) -> str:
     """Why a round took more programs, afterwards: 'Only 1 of 5 programs agreed (on 60): 5 more were written.'"""
+    if weak.how == "reason":
+        return (f"Only {weak.votes} of {weak.candidates} programs agreed (on {weak.answer.text}): the question was "
+                "worked out in words, and one more program followed those steps.")
     return (f"Only {weak.votes} of {weak.candidates} programs agreed (on {weak.answer.text}): {weak.more} more "
             f"{'was' if weak.more == 1 else 'were'} written.")
+
+
+def second_opinion_note(vote: Vote) -> str:
+    """What the words answer said about the vote's winner ('' when there was none)."""
+    opinion = vote.second_opinion
+    if opinion is None or vote.winner is None:
+        return ""
+    if vote.winner.words:
+        return f"Worked out in words, the answer is also {opinion.text}."
+    return (f"Worked out in words, the answer is {opinion.text}, not {vote.winner.answer.text}: "
+            "one of the two has a wrong step.")
 
 
 def doubt_message(session: Session) -> str:
     """How sure the answer is, in words a student understands ('' when there is nothing to say)."""
     vote = session.vote
     confidence = session.confidence
-    if vote is None or confidence in ("single", "none"):
+    if vote is None or vote.winner is None or confidence in ("single", "none"):
         return ""
+    # A words answer that disagrees is said whatever the programs' agreement: it is a reason to check.
+    differs = f" {second_opinion_note(vote)}" if vote.second_opinion is not None and not vote.winner.words else ""
     if confidence == "high":
-        return f"{vote.votes} of {vote.candidates} programs, written independently, agree on this answer."
+        return f"{vote.votes} of {vote.candidates} programs, written independently, agree on this answer.{differs}"
     if confidence == "medium":
-        return (f"{vote.votes} of {vote.candidates} programs agree on this answer, but not all: "
-                "check the steps before you rely on it.")
-    return (f"I am not sure: the programs disagree ({competing_answers(vote)}). Work through the question "
-            "yourself, or ask your teacher which answer is right.")
+        words = ", and so does the answer worked out in words" if vote.winner.words else ""
+        return (f"{vote.votes} of {vote.candidates} programs agree on this answer{words}, but not all: "
+                f"check the steps before you rely on it.{differs}")
+    return (f"I am not sure: the programs disagree ({competing_answers(vote)}).{differs} Work through the "
+            "question yourself, or ask your teacher which answer is right.")

@@ -31,8 +31,8 @@ from .runtime import NotebookRuntime
 log = logging.getLogger(__name__)
 
 CHILD_KERNEL_VARIABLE = "PAL_JUPYTER_CHILD_KERNEL"  # set in every child kernel's environment
-CELL_OPTIONS = ("model", "adapter", "backend", "samples", "max_programs", "max_attempts", "timeout", "temperature",
-                "seed", "isolation", "readable", "server_timeout")  # per-cell flags
+CELL_OPTIONS = ("model", "adapter", "backend", "samples", "max_programs", "second_opinion", "max_attempts", "timeout",
+                "temperature", "seed", "isolation", "readable", "server_timeout")  # per-cell flags
 
 
 def option_arguments(*names: str) -> Callable[[Any], Any]:
@@ -59,6 +59,7 @@ class PalMagics(Magics):
     dtype = OPTIONS["dtype"].trait()
     samples = OPTIONS["samples"].trait()
     max_programs = OPTIONS["max_programs"].trait()
+    second_opinion = OPTIONS["second_opinion"].trait()
     max_attempts = OPTIONS["max_attempts"].trait()
     timeout = OPTIONS["timeout"].trait()
     memory_gib = OPTIONS["memory_gib"].trait()

@@ -189,7 +189,7 @@ class NotebookRuntime:
         return solve(
             request.question, model=backend or self.backend(settings), executor=self.pool(settings),
             max_attempts=settings.max_attempts, samples=settings.samples, max_programs=settings.max_programs,
-            generation=settings.generation(), limits=settings.limits(), variables=request.variables,
+            second_opinion=settings.second_opinion, generation=settings.generation(), limits=settings.limits(), variables=request.variables,
             namespace=request.namespace, trace=self.trace_writer(), observer=observer,
         )
 

@@ -21,7 +21,7 @@ from typing import Any
 
 from ..engine.loop import SolveObserver
 from ..engine.records import Attempt, Session, Vote
-from ..engine.vote import doubt_message, effort_note, more_programs_reason
+from ..engine.vote import doubt_message, effort_note, more_programs_reason, reasoning_reason, second_opinion_note
 
 _TOKEN_REFRESH_S = 0.1  # stream tokens to the browser at most ten times a second
 
@@ -140,6 +140,8 @@ def summary_text(session: Session | None, question: str, status: str) -> str:
         lines.append(doubt_message(session))
     if session is not None:
         lines += [effort_note(weak) for weak in session.weak_votes]
+        if session.vote is not None and second_opinion_note(session.vote):
+            lines.append(second_opinion_note(session.vote))
     lines.append(status)
     if session is not None:
         for attempt in session.attempts:
@@ -165,6 +167,11 @@ def summary_html(session: Session | None, question: str, status: str, finished: 
         parts.append(f"<details {'open' if is_last else ''}><summary>{html.escape(round_title(attempts, vote))}</summary>")
         parts += [f"<div class='pal-status'>{html.escape(effort_note(weak))}</div>"
                   for weak in session.weak_votes if weak.round == index]  # type: ignore[union-attr]
+        opinion = session.second_opinion  # type: ignore[union-attr]
+        if opinion is not None and opinion.round == index:
+            if vote is not None and second_opinion_note(vote):
+                parts.append(f"<div class='pal-status'>{html.escape(second_opinion_note(vote))}</div>")
+            parts.append(reasoning_html(opinion.text))
         for attempt in attempts:
             if attempt.samples > 1:
                 opened = "open" if attempt is session.final else ""  # type: ignore[union-attr]
@@ -177,6 +184,14 @@ def summary_html(session: Session | None, question: str, status: str, finished: 
                 parts.append("</details>")
         parts.append("</details>")
     return "\n".join(parts)
+
+
+def reasoning_html(text: str) -> str:
+    """The answer worked out in words, folded: it explains the program that follows it."""
+    if not text.strip():
+        return ""
+    return (f"<details class='pal-reasoning' open><summary>Worked out in words first</summary>"
+            f"<pre class='pal-stream'>{html.escape(text.strip())}</pre></details>")
 
 
 def _attempt_body_html(attempt: Attempt) -> str:
@@ -300,7 +315,17 @@ class _RoundPage:
         self.pages: dict[int, _AttemptPage] = {}
         self.tabs = w.Tab(children=[]) if first.samples > 1 else None
         self.notes = w.HTML()  # why the round grew: "only 1 of 5 programs agree (on 60): writing 5 more"
-        self.box = w.VBox([self.notes, self.tabs] if self.tabs is not None else [])
+        self.reasoning = w.HTML()  # the answer worked out in words, streamed (engine.reasoning)
+        self.reasoning_tokens: list[str] = []
+        self.last_refresh = 0.0
+        self.box = w.VBox([self.notes, self.reasoning, self.tabs] if self.tabs is not None else [])
+
+    def add_reasoning(self, text: str, final: bool = False) -> None:
+        self.reasoning_tokens.append(text)
+        now = time.monotonic()
+        if final or now - self.last_refresh >= _TOKEN_REFRESH_S:
+            self.reasoning.value = reasoning_html("".join(self.reasoning_tokens))
+            self.last_refresh = now
 
     def note(self, text: str) -> None:
         self.notes.value += f"<div class='pal-status'>{html.escape(text)}</div>"
@@ -435,11 +460,23 @@ class PalWidget(_LiveDisplay, SolveObserver):
 
     def vote_taken(self, session: Session, vote: Vote) -> None:
         round_ = self.rounds[vote.round - 1]
+        if session.second_opinion is not None and session.second_opinion.round == vote.round:
+            round_.add_reasoning("", final=True)
+            if second_opinion_note(vote):
+                round_.note(second_opinion_note(vote))
         attempts = session.round(vote.round)
         if attempts[0].samples > 1:  # the tally itself is shown once, in the header
             self.accordion.set_title(vote.round - 1, round_title(attempts, vote))
             if vote.winner is not None and round_.tabs is not None and session.final is not None:
                 round_.tabs.selected_index = session.final.sample - 1  # show the program that is inserted
+
+    def reasoning_started(self, session: Session, vote: Vote) -> None:
+        reason = reasoning_reason(vote)
+        self.rounds[vote.round - 1].note(reason[0].upper() + reason[1:])
+        self.set_status(f"attempt {vote.round}: {reason} ...")
+
+    def reasoning_token(self, session: Session, text: str) -> None:
+        self.rounds[-1].add_reasoning(text)
 
     def more_programs(self, session: Session, vote: Vote, count: int) -> None:
         reason = more_programs_reason(vote, count)

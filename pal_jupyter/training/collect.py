@@ -155,7 +155,7 @@ def collect(
         try:
             # Exactly `samples` programs per attempt: the collection's size is the caller's choice.
             session = solve(question, model=backend, executor=pool, samples=samples, max_programs=samples,
-                            max_attempts=max_attempts, generation=generation, limits=limits,
+                            second_opinion="off", max_attempts=max_attempts, generation=generation, limits=limits,
                             variables=row.get("variables"))
             records = program_records(session, row, index, backend.name, str(settings.get("data")), settings)
         except NoCodeError as exc:

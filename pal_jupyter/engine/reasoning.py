@@ -1,0 +1,77 @@
+"""Reason first, then program: the second strategy for a question whose programs disagree.
+
+When a round's programs disagree (:func:`pal_jupyter.engine.loop.weak_vote`), the model is asked
+twice more, greedily: first to solve the question step by step **in words**, ending with
+``Answer: <number>``; then, in the same conversation, to write a program that **follows its own
+steps**. The program joins the round like any other candidate (it is run in its own kernel, and
+it is what gets inserted when its answer wins). The words answer never becomes a cell: it is a
+second opinion that joins the vote (:func:`pal_jupyter.engine.vote.take_vote`), and the widget says
+whether it agrees.
+
+Why both: on GSM8K the words answer and the program written after it are each right more often
+than a doubtful vote, and they are wrong in different places (benchmarks/README.md, "Reason
+first"). Questions about the user's variables skip this step: a words answer about a DataFrame
+would be a guess from its preview.
+"""
+
+from __future__ import annotations
+
+import re
+
+from ..backends import ChatMessage
+from .answers import parse_number
+from .prompts import SYSTEM
+from .records import ProgramAnswer
+from .vote import format_number
+
+WORDS_SYSTEM = (
+    "You are a careful math tutor. Solve the question step by step in a few short sentences. "
+    "End with a last line of the form 'Answer: <number>'."
+)
+FOLLOW_YOUR_STEPS = (
+    "Now write a short Python program that follows your steps, computes the answer and prints it. "
+    "Reply with exactly one ```python code block."
+)
+#: Words answers run longer than programs: a step per sentence, with the arithmetic spelled out.
+WORDS_TOKENS = 400
+
+_ANSWER_LINE = re.compile(r"Answer:\s*\**\s*\$?\s*(-?[\d,]*\.?\d+)", re.IGNORECASE)
+_BOXED = re.compile(r"\\boxed\{\s*\\?\$?\s*(-?[\d,]*\.?\d+)")
+
+
+def words_messages(question: str) -> list[ChatMessage]:
+    """The prompt for a step-by-step answer in words."""
+    return [{"role": "system", "content": WORDS_SYSTEM}, {"role": "user", "content": question}]
+
+
+def program_messages(question: str, reasoning: str) -> list[ChatMessage]:
+    """The prompt for a program that follows ``reasoning`` (the model's own words answer)."""
+    return [
+        {"role": "system", "content": SYSTEM},
+        {"role": "user", "content": question},
+        {"role": "assistant", "content": reasoning},
+        {"role": "user", "content": FOLLOW_YOUR_STEPS},
+    ]
+
+
+def read_words_answer(text: str) -> ProgramAnswer | None:
+    """The number a words answer ends on: its last ``Answer:`` line, else its last ``\\boxed{}``,
+    else the last number of its last line; None when it gives none."""
+    found = _ANSWER_LINE.findall(text) or _BOXED.findall(text)
+    lines = [line for line in text.strip().splitlines() if line.strip()]
+    value = parse_number(found[-1]) if found else parse_number(lines[-1]) if lines else None
+    if value is None:
+        return None
+    return ProgramAnswer("number", format_number(value), value, key=format_number(value))
+
+
+def steps_of(text: str, limit: int = 1500) -> str:
+    """The words answer as shown next to its program (very long ones cut, keeping the end)."""
+    text = text.strip()
+    return text if len(text) <= limit else "..." + text[-limit:]
+
+
+def disagreement(opinion: ProgramAnswer | None, winner: ProgramAnswer | None) -> bool:
+    """Whether a words answer and the vote's winner say different things (both present)."""
+    return opinion is not None and winner is not None and not opinion.same_as(winner)
+
