@@ -12,6 +12,7 @@ import pytest
 
 from pal_jupyter.benchmark.runner import Config, format_summaries, run_benchmark, summarize
 from pal_jupyter import KernelPool, ScriptedBackend
+from pal_jupyter.engine import reasoning
 
 
 def run_cli(*args, env=None, timeout=300):
@@ -161,7 +162,8 @@ def test_bench_vote_pass_at_k_calibration_and_adaptive_effort():
     replies = iter([f"```python\nprint({n})\n```" for n in (5, 5, 4, 1, 6, 2, 6, 6, 3)])
     model = ScriptedBackend(lambda messages: next(replies))
     with KernelPool() as pool:
-        results = list(run_benchmark(rows, lambda config: model, pool, [Config(samples=3, max_programs=6)]))
+        results = list(run_benchmark(rows, lambda config: model, pool,
+                                     [Config(samples=3, max_programs=6, second_opinion="off")]))
     summary = summarize(results, model="scripted", load_seconds=0.0, check_answers=False)
     # q1: 5, 5, 4 -> 5 (right, 2 of 3). q2: 1, 6, 2 is a three-way tie of one-liners, which 1 (wrong)
     # wins by coming first: too weak to stop at, so 3 more (6, 6, 3) join the vote -> 6 (right, 3 of 6).
@@ -174,6 +176,30 @@ def test_bench_vote_pass_at_k_calibration_and_adaptive_effort():
     ]
     assert [r.confidence for r in results] == ["medium", "low"]
     assert "adaptive effort k=3 (up to 6)" in format_summaries([dict(summary, runtime="server", dtype="-")])
+
+
+def test_bench_reports_the_words_answer_and_where_the_question_would_have_stopped():
+    programs = iter([f"```python\nprint({n})\n```" for n in (1, 6, 2)])
+
+    def reply(messages):
+        if messages[0]["content"] == reasoning.WORDS_SYSTEM:
+            return "2 * 3 = 6\nAnswer: 6"
+        if messages[-1]["content"] == reasoning.FOLLOW_YOUR_STEPS:
+            return "```python\nprint(2 * 3)\n```"
+        return next(programs)
+
+    with KernelPool() as pool:
+        results = list(run_benchmark([{"question": "q", "answer": "#### 6"}], lambda config: ScriptedBackend(reply),
+                                     pool, [Config(samples=3, max_programs=6)]))
+    summary = summarize(results, model="scripted", load_seconds=0.0, check_answers=False)
+    # 1, 6, 2 is weak (1 wins the tie); the words say 6 and the program after them prints 6: 6 wins, and
+    # since the words agree no more programs are written.
+    assert summary["accuracy"] == 1.0 and summary["accuracy_plain_vote"] == 0.0
+    assert summary["accuracy_before_more_programs"] == 1.0 and summary["more_programs"] == 0
+    assert (summary["questions_with_words"], summary["words_correct"], summary["reasoned_correct"]) == (1, 1, 1)
+    assert results[0].words_answer == "6" and summary["calibration_shown"] == {"low": {"questions": 1, "accuracy": 1.0}}
+    text = format_summaries([dict(summary, runtime="server", dtype="-")])
+    assert "reason first k=3 (up to 6) +words" in text and "shown confidence" in text
 
 
 def test_bench_command_compares_settings_side_by_side(tiny_model_dir, tmp_path):

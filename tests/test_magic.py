@@ -213,9 +213,12 @@ def test_a_weak_vote_is_worked_out_in_words_and_the_widget_shows_the_steps(kerne
     assert ("Only 2 of 5 programs agreed (on 150): the question was worked out in words, and one more program "
             "followed those steps.") in text
     assert "Worked out in words, the answer is also 150." in text and "attempt 1, program 6 of 6: answer 150.0" in text
-    assert "3 of 6 programs agree on this answer, and so does the answer worked out in words" in text
+    assert ("I am not sure: the programs disagree (3 say 150, 1 says 149, 1 says 148 and 1 gave no answer). "
+            "Worked out in words, the answer is also 150.") in text
     assert "Worked out in words first" in page and "60 * 2.5 = 150 miles" in page
-    assert "data-confidence='medium'" in page and "programs 1, 2, 6" in page
+    assert "data-confidence='low'" in page and "programs 1, 2, 6" in page
+    inserted = [p for p in reply["payload"] if p["source"] == "set_next_input"][0]["text"]
+    assert "# 3 of 6 programs agree on 150\n# Worked out in words, the answer is also 150.\n" in inserted
 
 
 def test_a_cells_timeout_keeps_the_warm_pool(kernel):

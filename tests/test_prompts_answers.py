@@ -3,7 +3,7 @@ import re
 import pandas as pd
 import pytest
 
-from pal_jupyter.engine import prompts
+from pal_jupyter.engine import prompts, reasoning
 from pal_jupyter.engine.answers import numbers_match, parse_number, reference_answer
 from pal_jupyter.kernels import ErrorInfo, ExecutionResult, StopReason
 
@@ -142,3 +142,15 @@ def test_repeated_program_changes_the_repair_prompt():
     plain = prompts.repair_messages("Q", "print(x)", "NameError")[-1]["content"]
     repeated = prompts.repair_messages("Q", "print(x)", "NameError", repeated=True)[-1]["content"]
     assert "unchanged from the previous attempt" in repeated and "unchanged" not in plain
+
+
+@pytest.mark.parametrize("text, value", [
+    ("16 - 3 - 4 = 9 eggs.\n9 * 2 = 18.\nAnswer: $18", 18.0),
+    ("Answer: 1,250.5 dollars\n", 1250.5),
+    ("So she makes \\(\\boxed{18}\\) dollars.", 18.0),
+    ("Step 1: 2 + 2.\nThe total is 4", 4.0),
+    ("I cannot tell from the question.", None),
+])
+def test_the_number_a_words_answer_ends_on(text, value):
+    answer = reasoning.read_words_answer(text)
+    assert (answer.value if answer else None) == value

@@ -316,8 +316,9 @@ def test_a_weak_vote_is_worked_out_in_words_then_by_a_program_that_follows_the_s
     assert [w.how for w in session.weak_votes] == ["reason"] and observer.more == []  # agreed: no more programs
     vote = session.vote
     assert session.answer == "159" and vote.winner.samples == [5, 6] and vote.winner.words
-    assert vote.tally == "2 of 6 programs agree, and so does the answer in words"
-    assert session.confidence == "medium" and "answer worked out in words" in doubt_message(session)
+    assert vote.tally == "2 of 6 programs agree" and vote.second_opinion.value == 159
+    # Two ways of solving it agree, so no more programs; the doubt shown is still the programs' own.
+    assert session.confidence == "low" and "Worked out in words, the answer is also 159." in doubt_message(session)
 
 
 def test_words_that_disagree_leave_the_vote_weak_and_more_programs_follow(pool):
@@ -339,3 +340,15 @@ def test_questions_about_the_users_data_get_no_words_answer(pool):
     session = solve("Revenue of the East?", model=model, executor=pool, samples=5,
                     variables={"sales": pd.DataFrame({"units": [3], "price": [53]})})
     assert model.batch_sizes == [5, 5] and session.second_opinion is None
+
+
+def test_programs_that_ignore_a_value_the_question_names_are_sent_back(pool):
+    # All five sum every row: none may vote, one is repaired with the reason, and the repair selects the West.
+    sales = pd.DataFrame({"region": ["East", "West", "West"], "units": [3, 4, 5]})
+    everything = [fenced("print(sales['units'].sum())")] * 5
+    model = ScriptedBackend(everything + [fenced("west = sales[sales['region'] == 'West']\nprint(west['units'].sum())")] * 5)
+    session = solve("How many units were sold in the West region? Print just the number.", model=model,
+                    executor=pool, samples=5, variables={"sales": sales})
+    assert [a.error_type for a in session.round(1)] == ["IgnoresFilter"] * 5 and session.rounds == 2
+    assert "never uses 'West' (a value of sales['region'])" in model.calls[1][-1]["content"]
+    assert session.answer == "9" and session.confidence == "high"

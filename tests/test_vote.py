@@ -5,8 +5,11 @@ Pure functions over typed records: no kernels, no model.
 
 from __future__ import annotations
 
+import pandas as pd
 import pytest
 
+from pal_jupyter.engine import prompts
+from pal_jupyter.engine.filters import ignored_values, named_values
 from pal_jupyter.engine.records import Attempt, Session
 from pal_jupyter.kernels import ErrorInfo, ExecutionResult, StopReason
 from pal_jupyter.engine.vote import (
@@ -164,3 +167,38 @@ def test_a_program_that_answers_nothing_does_not_vote(stdout, reason):
     else:
         assert off_target.startswith(reason) and not attempts[0].good and take_vote(attempts).winner.votes == 1
         assert attempts[0].error_type == ("NoOutput" if stdout == "" else "MissingValue")
+
+
+def test_values_the_question_names_are_found_in_the_data():
+    sales = pd.DataFrame({"region": ["East", "West", "total"], "product": ["Gadget", "Gizmo", "open"],
+                          "units": [3, 4, 5]})
+    named = named_values("How many units of Gadget were sold in the West region, total? And 'open' ones?",
+                         {"sales": sales, "rate": 2})
+    assert [(n.variable, n.column, n.value) for n in named] == [
+        ("sales", "region", "West"), ("sales", "product", "Gadget"), ("sales", "product", "open")]
+    # An ordinary lowercase word counts only when quoted; a value inside another word does not count.
+    assert named_values("What is the total? Eastern shops?", {"sales": sales}) == []
+    assert named[0].where == "'West' (a value of sales['region'])"
+
+
+def test_a_program_that_never_uses_a_named_value_is_sent_back():
+    sales = pd.DataFrame({"region": ["East", "West"], "units": [3, 4]})
+    question = "How many units were sold in the West region? Print just the number."
+    named = named_values(question, {"sales": sales})
+    attempts = [candidate(1, "7\n", code="print(sales['units'].sum())"),
+                candidate(2, "4\n", code="print(sales[sales.region.str.lower() == 'west'].units.sum())")]
+    mark_off_target(attempts, question, named)
+    assert attempts[0].error_type == "IgnoresFilter" and not attempts[0].good
+    assert attempts[0].off_target == "never uses 'West' (a value of sales['region']), which the question names"
+    assert attempts[1].off_target is None and take_vote(attempts).winner.answer.value == 4
+    feedback = prompts.execution_feedback(attempts[0].execution, off_target=attempts[0].off_target)
+    assert "wrong rows" in feedback and "'West'" in feedback
+
+
+def test_a_variable_named_after_the_value_is_not_a_use_of_it():
+    sales = pd.DataFrame({"region": ["East", "West"], "product": ["Gadget", "Gizmo"], "units": [3, 4]})
+    named = named_values("How many units of Gadget were sold in the West region?", {"sales": sales})
+    only_gadget = "west_total = sales[sales['product'] == 'Gadget']['units'].sum()\nprint(west_total)"
+    both = "print(sales.query(\"region == 'West' and product == 'Gadget'\")['units'].sum())"
+    assert [n.value for n in ignored_values(only_gadget, named)] == ["West"]
+    assert ignored_values(both, named) == []

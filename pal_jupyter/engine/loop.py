@@ -25,11 +25,12 @@ from pathlib import Path
 from typing import Any
 
 from ..backends import Generation, GenerationOptions, ModelBackend, generate_candidates, load_model
-from ..errors import EmptyQuestionError, KernelError, NoCodeError, SettingError
+from ..errors import EmptyQuestionError, KernelError, NoCodeError, PalError, SettingError
 from ..kernels import ExecutionResult, ExecutorLimits, KernelPool
 from ..kernels.executor import pickling_problem
 from . import prompts, reasoning
 from .extraction import extract_code, free_names, replaced_variables, replacement_started
+from .filters import NamedValue, named_values
 from .records import Attempt, SecondOpinion, Session, Vote, WeakVote
 from .trace import TraceWriter
 from .vote import mark_off_target, read_answer, take_vote
@@ -74,12 +75,14 @@ class SolveObserver:
 
 
 def weak_vote(vote: Vote) -> bool:
-    """Whether a round's answer is too doubtful to stop at: fewer than 3 in 5 of its programs agree.
+    """Whether a round's answer is too doubtful to stop at: fewer than 3 in 5 of its programs agree,
+    and no words answer (:mod:`.reasoning`) agrees with it.
 
     In the README's GSM8K run (default model, k=5), answers that 1 or 2 of 5 programs agreed on
-    were right 25 % and 22 % of the time, those of 5 of 5 94 %.
+    were right 25 % and 22 % of the time, those of 5 of 5 94 %. When the words answer agrees the
+    effort stops (two ways of solving it agree), but the doubt shown stays that of the programs.
     """
-    return vote.winner is not None and vote.confidence == "low"  # one program is "single", never "low"
+    return vote.winner is not None and vote.confidence == "low" and not vote.winner.words
 
 
 def check_samples(samples: int) -> int:
@@ -171,7 +174,8 @@ def solve(
                  or (prompts.DATA_STYLE if variables else prompts.DEFAULT_STYLE))
         messages = prompts.pal_messages(question, variables, style=style)
         repaired: list[str | None] = []  # the programs fed back so far
-        round_ = _Round(backend, pool, samples, checker, variables, namespace, generation, observer, guard_data, limits)
+        round_ = _Round(backend, pool, samples, checker, variables, namespace, generation, observer, guard_data, limits,
+                        named_values(question, variables))
         for index in range(1, max_attempts + 1):
             candidates = round_.run(index, messages, question)
             session.attempts.extend(candidates)
@@ -219,7 +223,7 @@ def _more_programs(session: Session, round_: _Round, messages: list[dict[str, st
     candidates.extend(extra)
     for attempt in candidates:
         attempt.samples = len(candidates)
-    mark_off_target(candidates, session.question)
+    mark_off_target(candidates, session.question, round_.named)
     session.vote = take_vote(candidates, vote.second_opinion)
 
 
@@ -230,15 +234,20 @@ def _reason_first(session: Session, round_: _Round, candidates: list[Attempt], s
     keeps both."""
     vote = session.vote
     assert vote is not None and vote.winner is not None
-    session.weak_votes.append(WeakVote(vote.round, vote.votes, vote.candidates, vote.winner.answer,
-                                       time.perf_counter() - start, 1, how="reason"))
+    weak = WeakVote(vote.round, vote.votes, vote.candidates, vote.winner.answer, time.perf_counter() - start, 1,
+                    how="reason")
     round_.observer.reasoning_started(session, vote)
     words_start = time.perf_counter()
     options = dataclasses.replace(round_.generation, temperature=None, seed=None, stop_after_code=False,
                                   stop_when=None, max_new_tokens=reasoning.WORDS_TOKENS)
-    words = generate_candidates(round_.backend, reasoning.words_messages(session.question), 1, options,
-                                on_token=lambda _row, text: round_.observer.reasoning_token(session, text))[0].text
+    try:
+        words = generate_candidates(round_.backend, reasoning.words_messages(session.question), 1, options,
+                                    on_token=lambda _row, text: round_.observer.reasoning_token(session, text))[0].text
+    except PalError as exc:  # the programs' answer stands; more programs may still follow
+        log.warning("No answer in words (%s); going on without it.", exc)
+        return
     seconds = time.perf_counter() - words_start
+    session.weak_votes.append(weak)
     program = round_.run(vote.round, reasoning.program_messages(session.question, words), session.question,
                          drawn=len(candidates), count=1, kind="reasoned")
     opinion = SecondOpinion(vote.round, words.strip(), reasoning.read_words_answer(words), seconds,
@@ -248,7 +257,7 @@ def _reason_first(session: Session, round_: _Round, candidates: list[Attempt], s
     candidates.extend(program)
     for attempt in candidates:
         attempt.samples = len(candidates)
-    mark_off_target(candidates, session.question)
+    mark_off_target(candidates, session.question, round_.named)
     session.vote = take_vote(candidates, opinion.answer)
 
 
@@ -282,11 +291,13 @@ class _Round:
         observer: SolveObserver,
         guard_data: bool = True,
         limits: ExecutorLimits | None = None,
+        named: Sequence[NamedValue] = (),
     ):
         self.backend, self.pool, self.samples, self.checker = backend, pool, samples, checker
         self.variables, self.namespace = dict(variables or {}), namespace
         self.generation, self.observer = generation, observer
         self.guard_data, self.limits = guard_data, limits
+        self.named = named  # values of the data the question names: a program must use them (engine.filters)
 
     def run(self, index: int, messages: list[dict[str, str]], question: str, drawn: int = 0,
             count: int | None = None, kind: str | None = None) -> list[Attempt]:
@@ -309,7 +320,7 @@ class _Round:
         self._execute([a for a in attempts if a.code is not None and a.refusal is None])
         for attempt in attempts:
             attempt.program_answer = read_answer(attempt.execution)
-        mark_off_target(attempts, question)
+        mark_off_target(attempts, question, self.named)
         for attempt in attempts:
             if attempt.execution is not None:
                 attempt.feedback = prompts.execution_feedback(

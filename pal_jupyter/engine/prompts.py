@@ -20,7 +20,7 @@ from typing import Any
 
 from ..backends import ChatMessage
 from ..kernels import ExecutionResult
-from .records import PRINTED_NOTHING, TABLE_FOR_NUMBER
+from .records import IGNORES, PRINTED_NOTHING, TABLE_FOR_NUMBER
 
 SYSTEM = (
     "You are a patient Python tutor. You answer questions by writing a short Python program "
@@ -444,6 +444,10 @@ def _no_answer_feedback(off_target: str, printed: str) -> str:
         return (f"The program ran and printed a table:\n{printed}\nbut the question asks for one number. "
                 "Reduce the table to a single value (for example with .sum(), .iloc[0] or .item()) and "
                 "print just that number.")
+    if off_target.startswith(IGNORES):
+        return (f"The program ran and printed:\n{printed}\nbut it {off_target}, so it computed over the wrong "
+                "rows. Select the rows the question is about first (for example frame[frame['column'] == "
+                "'value']), then compute the answer from those rows only.")
     return (f"The program ran and printed:\n{printed}\nThat is a missing value, not an answer: usually a "
             "filter that matched no rows, a value that is missing in the data, or a division by zero. Print "
             "the rows or values the calculation uses to see which, then print the answer.")

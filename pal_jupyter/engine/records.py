@@ -58,6 +58,14 @@ def no_value(printed: str) -> str:
     return f"printed {printed}, which is a missing value, not an answer"
 
 
+IGNORES = "never uses "
+
+
+def ignores(where: str) -> str:
+    """The ``off_target`` of a program that never uses a value of the data the question names."""
+    return f"{IGNORES}{where}, which the question names"
+
+
 @dataclass
 class VoteGroup:
     """Programs of one round that gave the same answer."""
@@ -65,7 +73,7 @@ class VoteGroup:
     answer: ProgramAnswer
     samples: list[int] = field(default_factory=list)  # 1-based candidate numbers within the round
     shortest: int = 0  # characters of the group's shortest program (the tie-break)
-    score: float = 0.0  # what ranks the groups: its programs' weights, plus the words answer's when it agrees
+    score: float = 0.0  # what ranks the groups: its programs, plus the words answer's weight when it agrees
     words: bool = False  # the step-by-step answer in words (engine.reasoning) gives this answer too
 
     @property
@@ -111,24 +119,18 @@ class Vote:
 
     @property
     def confidence(self) -> str:
-        """How far the answer can be trusted (:func:`confidence_level`). Two independent ways of
-        solving it (the programs, and the answer worked out in words) agreeing lift a weak vote to
-        "medium": measured on GSM8K (benchmarks/README.md, "Reason first")."""
-        level = confidence_level(self.votes, self.candidates)
-        if level == "low" and self.winner is not None and self.winner.words:
-            return "medium"
-        return level
+        """How far the answer can be trusted, from the programs' agreement alone: a words answer that
+        agrees does not lift it (measured: README, "Reason first")."""
+        return confidence_level(self.votes, self.candidates)
 
     @property
     def tally(self) -> str:
-        """'4 of 5 programs agree' (or why there was nothing to agree on), and whether the words
-        answer agrees too."""
+        """'4 of 5 programs agree' (or why there was nothing to agree on)."""
         if self.winner is None:
             return f"none of the {self.candidates} programs printed an answer"
         if self.candidates == 1:
             return "one program (not cross-checked)"
-        words = ", and so does the answer in words" if self.winner.words else ""
-        return f"{self.votes} of {self.candidates} programs agree{words}"
+        return f"{self.votes} of {self.candidates} programs agree"
 
 
 @dataclass
@@ -188,7 +190,8 @@ class Attempt:
     def error_type(self) -> str | None:
         """A short label for what went wrong: exception name, stop reason, NoCode, ReplacedData,
         NoOutput (it ran and printed nothing), MissingValue (it printed nan or None), NotANumber (a
-        table where one number was asked for) or WrongAnswer."""
+        table where one number was asked for), IgnoresFilter (it never uses a value of the data the
+        question names) or WrongAnswer."""
         if self.code is None:
             return "NoCode"
         if self.refusal is not None:
@@ -200,6 +203,8 @@ class Attempt:
         if not self.execution.ok:
             return self.execution.reason.value
         if self.off_target is not None:
+            if self.off_target.startswith(IGNORES):
+                return "IgnoresFilter"
             return {PRINTED_NOTHING: "NoOutput", TABLE_FOR_NUMBER: "NotANumber"}.get(self.off_target, "MissingValue")
         return "WrongAnswer" if self.correct is False else None
 

@@ -34,8 +34,9 @@ from collections.abc import Sequence
 
 from .answers import parse_number
 from ..kernels import ExecutionResult
+from .filters import NamedValue, ignored_values
 from .records import (PRINTED_NOTHING, TABLE_FOR_NUMBER, Attempt, ProgramAnswer, Session, Vote, VoteGroup,
-                      WeakVote, no_value)
+                      WeakVote, ignores, no_value)
 
 _SERIES_FOOTER = re.compile(r"^(?:Name: .*, )?(?:Length: \d+, )?dtype: \w+$")
 _FRAME_FOOTER = re.compile(r"^\[\d+ rows x \d+ columns\]$")
@@ -110,20 +111,23 @@ def _table_key(text: str) -> str:
     return " ".join(rounded.split())
 
 
-def mark_off_target(attempts: Sequence[Attempt], question: str) -> None:
+def mark_off_target(attempts: Sequence[Attempt], question: str, named: Sequence[NamedValue] = ()) -> None:
     """Set ``off_target`` on programs that ran cleanly but gave no usable answer.
 
     A program that printed nothing, or a missing value (``nan``, ``None``), answered nothing. A
     table is no answer where one number is asked: strict wording ("print just the number") rules
     tables out always; looser wording ("how many", "what is the total") only when another program
     of the round did print a number, because "how many orders per region" is rightly answered by a
-    table.
+    table. A program that never uses a value of the data the question ``named`` (see
+    :mod:`.filters`) computed over the wrong rows.
     """
     some_number = any(a.program_answer is not None and a.program_answer.kind == "number" for a in attempts)
     tables_out = strictly_asks_for_number(question) or (some_number and asks_for_number(question))
     for attempt in attempts:
         if attempt.ran_cleanly:
-            attempt.off_target = _no_answer(attempt.program_answer, tables_out)
+            ignored = ignored_values(attempt.code or "", named)
+            attempt.off_target = _no_answer(attempt.program_answer, tables_out) or (
+                ignores(ignored[0].where) if ignored else None)
 
 
 def _no_answer(answer: ProgramAnswer | None, tables_out: bool) -> str | None:
@@ -136,11 +140,11 @@ def _no_answer(answer: ProgramAnswer | None, tables_out: bool) -> str | None:
     return None
 
 
-#: How much the program written after a words answer, and the words answer itself, count in a vote
-#: (an ordinary program counts 1). Chosen on GSM8K questions where the programs disagreed
-#: (benchmarks/README.md, "Reason first"): when the two agree they outweigh two agreeing programs.
-REASONED_WEIGHT = 1.5
-WORDS_WEIGHT = 1.5
+#: How much the words answer adds to the programs that agree with it (a program counts 1, the program
+#: written after the words too). Chosen on 51 GSM8K questions (README, "Reason first"): at 1.5 the
+#: words and the program that follows them, which agree with each other far more often than two
+#: independent programs do, outvoted two agreeing programs that were right.
+WORDS_WEIGHT = 1.0
 
 
 def take_vote(attempts: Sequence[Attempt], second_opinion: ProgramAnswer | None = None) -> Vote:
@@ -163,7 +167,7 @@ def take_vote(attempts: Sequence[Attempt], second_opinion: ProgramAnswer | None 
             vote.groups.append(group)
         group.samples.append(attempt.sample)
         group.shortest = min(group.shortest, length)
-        group.score += REASONED_WEIGHT if attempt.kind == "reasoned" else 1.0
+        group.score += 1.0
     if second_opinion is not None:
         for group in vote.groups:
             if group.answer.same_as(second_opinion):
@@ -220,13 +224,11 @@ def doubt_message(session: Session) -> str:
     confidence = session.confidence
     if vote is None or vote.winner is None or confidence in ("single", "none"):
         return ""
-    # A words answer that disagrees is said whatever the programs' agreement: it is a reason to check.
-    differs = f" {second_opinion_note(vote)}" if vote.second_opinion is not None and not vote.winner.words else ""
+    words = f" {second_opinion_note(vote)}" if vote.second_opinion is not None else ""
     if confidence == "high":
-        return f"{vote.votes} of {vote.candidates} programs, written independently, agree on this answer.{differs}"
+        return f"{vote.votes} of {vote.candidates} programs, written independently, agree on this answer.{words}"
     if confidence == "medium":
-        words = ", and so does the answer worked out in words" if vote.winner.words else ""
-        return (f"{vote.votes} of {vote.candidates} programs agree on this answer{words}, but not all: "
-                f"check the steps before you rely on it.{differs}")
-    return (f"I am not sure: the programs disagree ({competing_answers(vote)}).{differs} Work through the "
+        return (f"{vote.votes} of {vote.candidates} programs agree on this answer, but not all: "
+                f"check the steps before you rely on it.{words}")
+    return (f"I am not sure: the programs disagree ({competing_answers(vote)}).{words} Work through the "
             "question yourself, or ask your teacher which answer is right.")

@@ -23,6 +23,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..engine.records import Attempt, Session
+from ..engine.vote import second_opinion_note
 
 log = logging.getLogger(__name__)
 
@@ -110,6 +111,8 @@ def cell_source(session: Session, attempt: Attempt | None = None) -> str:
     vote = session.vote
     if attempt is session.final and vote is not None and vote.candidates > 1 and vote.winner is not None:
         header.append(f"# {vote.tally} on {vote.winner.answer.text}")
+        if second_opinion_note(vote):
+            header.append(f"# {second_opinion_note(vote)}")
         if session.confidence == "low":
             header.append("# NOT SURE: the programs disagreed; check this one before relying on it.")
     if not attempt.good:
