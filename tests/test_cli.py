@@ -224,7 +224,7 @@ def test_an_interrupted_bench_reports_the_questions_every_config_finished(tiny_m
     out, trace = tmp_path / "report.json", tmp_path / "trace.jsonl"
     bench = subprocess.Popen([sys.executable, "-m", "pal_jupyter.cli", "bench", "--data", str(data), "--model",
                               str(tiny_model_dir), "--max-new-tokens", "8", "--max-attempts", "1", "--samples", "1,2",
-                              "--trace", str(trace), "--out", str(out)],
+                              "--limit", "200", "--trace", str(trace), "--out", str(out)],
                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     deadline = time.monotonic() + 240
     while (not trace.exists() or trace.read_text().count("\n") < 7) and time.monotonic() < deadline:
