@@ -6,8 +6,9 @@ of them cannot be selecting those rows: it sums over the wrong rows, and small m
 often, all in the same way, so the vote agrees on the wrong answer (issue 21: 4 of 5 programs
 agreeing on a sum over every row). Selecting rows by a value takes the value as a string
 (``== 'West'``, ``.isin(['West'])``, ``.loc['West']``, ``query("region == 'West'")``), so it is the
-program's strings that are searched, not its names: ``west_total`` selects nothing. :func:`ignored_values` finds such programs before they vote;
-:func:`pal_jupyter.engine.vote.mark_off_target` sends them back for repair.
+program's strings that are searched, not its names: ``west_total`` selects nothing.
+:func:`ignored_values` finds such programs before they vote; :func:`pal_jupyter.engine.vote.mark_off_target`
+sends them back for repair.
 
 A value counts as named when it appears in the question as a whole word with the same case, and
 looks like a name rather than an ordinary word: it starts with a capital or holds a digit

@@ -31,7 +31,7 @@ from ..kernels.executor import pickling_problem
 from . import prompts, reasoning
 from .extraction import extract_code, free_names, replaced_variables, replacement_started
 from .filters import NamedValue, named_values
-from .records import Attempt, SecondOpinion, Session, Vote, WeakVote
+from .records import Attempt, ProgramAnswer, SecondOpinion, Session, Vote, WeakVote
 from .trace import TraceWriter
 from .vote import mark_off_target, read_answer, take_vote
 
@@ -219,12 +219,7 @@ def _more_programs(session: Session, round_: _Round, messages: list[dict[str, st
                                        time.perf_counter() - start, more))
     round_.observer.more_programs(session, vote, more)
     extra = round_.run(vote.round, messages, session.question, drawn=len(candidates), count=more)
-    session.attempts.extend(extra)
-    candidates.extend(extra)
-    for attempt in candidates:
-        attempt.samples = len(candidates)
-    mark_off_target(candidates, session.question, round_.named)
-    session.vote = take_vote(candidates, vote.second_opinion)
+    _join_round(session, round_, candidates, extra, vote.second_opinion)
 
 
 def _reason_first(session: Session, round_: _Round, candidates: list[Attempt], start: float) -> None:
@@ -253,12 +248,19 @@ def _reason_first(session: Session, round_: _Round, candidates: list[Attempt], s
     opinion = SecondOpinion(vote.round, words.strip(), reasoning.read_words_answer(words), seconds,
                             program[0].sample)
     session.second_opinion = opinion
-    session.attempts.extend(program)
-    candidates.extend(program)
+    _join_round(session, round_, candidates, program, opinion.answer)
+
+
+def _join_round(session: Session, round_: _Round, candidates: list[Attempt], extra: list[Attempt],
+                second_opinion: ProgramAnswer | None) -> None:
+    """Programs written after a weak vote join its round (``candidates``, extended in place, each
+    renumbered "of N") and the round is tallied again, with the words answer when there is one."""
+    session.attempts.extend(extra)
+    candidates.extend(extra)
     for attempt in candidates:
         attempt.samples = len(candidates)
     mark_off_target(candidates, session.question, round_.named)
-    session.vote = take_vote(candidates, opinion.answer)
+    session.vote = take_vote(candidates, second_opinion)
 
 
 def repair_basis(candidates: Sequence[Attempt]) -> Attempt:

@@ -73,7 +73,6 @@ class VoteGroup:
     answer: ProgramAnswer
     samples: list[int] = field(default_factory=list)  # 1-based candidate numbers within the round
     shortest: int = 0  # characters of the group's shortest program (the tie-break)
-    score: float = 0.0  # what ranks the groups: its programs, plus the words answer's weight when it agrees
     words: bool = False  # the step-by-step answer in words (engine.reasoning) gives this answer too
 
     @property

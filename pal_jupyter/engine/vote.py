@@ -125,9 +125,7 @@ def mark_off_target(attempts: Sequence[Attempt], question: str, named: Sequence[
     tables_out = strictly_asks_for_number(question) or (some_number and asks_for_number(question))
     for attempt in attempts:
         if attempt.ran_cleanly:
-            ignored = ignored_values(attempt.code or "", named)
-            attempt.off_target = _no_answer(attempt.program_answer, tables_out) or (
-                ignores(ignored[0].where) if ignored else None)
+            attempt.off_target = _no_answer(attempt.program_answer, tables_out) or _ignores(attempt.code or "", named)
 
 
 def _no_answer(answer: ProgramAnswer | None, tables_out: bool) -> str | None:
@@ -138,6 +136,11 @@ def _no_answer(answer: ProgramAnswer | None, tables_out: bool) -> str | None:
     if answer.kind == "table" and tables_out:
         return TABLE_FOR_NUMBER
     return None
+
+
+def _ignores(code: str, named: Sequence[NamedValue]) -> str | None:
+    ignored = ignored_values(code, named)
+    return ignores(ignored[0].where) if ignored else None
 
 
 #: How much the words answer adds to the programs that agree with it (a program counts 1, the program
@@ -167,13 +170,11 @@ def take_vote(attempts: Sequence[Attempt], second_opinion: ProgramAnswer | None 
             vote.groups.append(group)
         group.samples.append(attempt.sample)
         group.shortest = min(group.shortest, length)
-        group.score += 1.0
-    if second_opinion is not None:
-        for group in vote.groups:
-            if group.answer.same_as(second_opinion):
-                group.words, group.score = True, group.score + WORDS_WEIGHT
-    # Highest score first; then the shortest program; then the answer seen first (a stable sort).
-    vote.groups.sort(key=lambda g: (-g.score, g.shortest))
+    for group in vote.groups:
+        group.words = second_opinion is not None and group.answer.same_as(second_opinion)
+    # Most votes (the words answer's among them) first; then the shortest program; then the answer
+    # seen first (a stable sort).
+    vote.groups.sort(key=lambda g: (-(g.votes + WORDS_WEIGHT * g.words), g.shortest))
     return vote
 
 
