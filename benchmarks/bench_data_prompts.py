@@ -1,15 +1,16 @@
 """Which prompt loses answers on questions about a DataFrame? One greedy program per prompt, same questions.
 
-    python benchmarks/bench_data_prompts.py [--prompts chat-2shot,plain,data-3shot] [--every 2]
+    python benchmarks/bench_data_prompts.py [--prompts chat-2shot,plain,data-3shot,data-similar] [--every 2] [--offset 1]
 
 The questions: every ``--every``-th numeric question of the DataFrame suite
-(``pal_jupyter/benchmark/dataframes.py``), then the one-line question about a six-row frame of
-issue 21 (right answer 159). Each prompt style writes one greedy program per question (the
-plainest baseline: no vote, no repair); the program runs in a child kernel with the frames it was
-given. Prompts:
+(``pal_jupyter/benchmark/dataframes.py``) from the ``--offset``-th, then (at offset 0) the one-line
+question about a six-row frame of issue 21 (right answer 159). Each prompt style writes one
+greedy program per question (the plainest baseline: no vote, no repair); the program runs in a
+child kernel with the frames it was given. Prompts:
 
 * a prompt style of ``pal_jupyter.engine.prompts`` by name (``chat-2shot``: the word-problem
-  examples every question used before; ``data-3shot``: the data prompt; ``data-0shot`` ...);
+  examples every question used before; ``data-3shot``: the data prompt's three fixed examples;
+  ``data-similar``: those, then the two pandas idioms most like the question (the default); ``data-0shot`` ...);
 * ``plain``: the zero-shot prompt of issue 21's measurement: the frame's dtypes and first 3 rows,
   then "uses NAME as it is (do not create or load it) and prints just the answer".
 
@@ -47,8 +48,9 @@ def six_row_question() -> dict[str, Any]:
             "variables": {"sales": sales}, "answer": 159.0}
 
 
-def questions(every: int) -> list[dict[str, Any]]:
-    return [r for r in suite_rows() if not r.get("figure")][::every] + [six_row_question()]
+def questions(every: int, offset: int = 0) -> list[dict[str, Any]]:
+    chosen = [r for r in suite_rows() if not r.get("figure")][offset::every]
+    return chosen + [six_row_question()] if offset == 0 else chosen  # the six-row question once, not per half
 
 
 def messages(prompt: str, question: str, variables: dict[str, Any]) -> list[dict[str, str]]:
@@ -66,14 +68,15 @@ def messages(prompt: str, question: str, variables: dict[str, Any]) -> list[dict
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--model", default="default")
-    parser.add_argument("--prompts", default="chat-2shot,plain,data-3shot")
+    parser.add_argument("--prompts", default="data-3shot,data-similar")
     parser.add_argument("--every", type=int, default=2, help="every n-th numeric question of the suite")
+    parser.add_argument("--offset", type=int, default=0, help="starting from this one (--offset 1: the other half)")
     args = parser.parse_args()
     names = args.prompts.split(",")
     model = load_model(args.model)
     tally: dict[str, collections.Counter] = collections.defaultdict(collections.Counter)
     with KernelPool() as pool:
-        for index, row in enumerate(questions(args.every)):
+        for index, row in enumerate(questions(args.every, args.offset)):
             variables, expected = row["variables"], expected_of(row)
             for name in names:
                 start = time.perf_counter()

@@ -35,21 +35,37 @@ def test_worked_examples_compute_the_gsm8k_answers(style):
         assert parse_number(out.getvalue()) == pytest.approx(expected), question
 
 
-def test_data_examples_print_their_answers_on_their_frame_and_leave_it_unchanged():
+@pytest.mark.parametrize("example", prompts.DATA_EXAMPLES + prompts.DATA_IDIOMS, ids=lambda e: e.question[:40])
+def test_data_examples_print_their_answers_on_their_frames_and_leave_them_unchanged(example):
     import contextlib, io
 
-    trips = prompts.example_trips()
-    for example in prompts.DATA_EXAMPLES:
-        out = io.StringIO()
-        namespace = {"trips": trips.copy()}
-        with contextlib.redirect_stdout(out):
-            exec(example.code, namespace)
-        printed = out.getvalue().strip()
-        if isinstance(example.answer, str):
-            assert printed == example.answer, example.question
-        else:
-            assert parse_number(printed) == pytest.approx(example.answer), example.question
-        pd.testing.assert_frame_equal(namespace["trips"], trips)
+    frames = prompts.example_frames()
+    namespace = {name: frames[name].copy() for name in example.frames}
+    out = io.StringIO()
+    with contextlib.redirect_stdout(out):
+        exec(example.code, namespace)
+    printed = out.getvalue().strip()
+    if isinstance(example.answer, str):
+        assert printed == example.answer, example.question
+    else:
+        assert parse_number(printed) == pytest.approx(example.answer), example.question
+    for name in example.frames:
+        pd.testing.assert_frame_equal(namespace[name], frames[name])
+
+
+def test_the_similar_data_prompt_adds_the_idioms_the_question_needs_after_the_fixed_examples():
+    sales = pd.DataFrame({"region": ["East", "West"], "units": [3, 5]})
+    question = "Make a pivot table of units with regions as rows. What is the value for East? Print just the number."
+    messages = prompts.pal_messages(question, {"sales": sales}, style="data-similar")
+    fixed = prompts.pal_messages(question, {"sales": sales}, style="data-3shot")
+    assert messages[:-1][: len(fixed) - 1] == fixed[:-1]  # the cached prefix is untouched
+    added = [m["content"] for m in messages[len(fixed) - 1:-1]]
+    assert 2 <= len(added) <= 4 and added[-2].startswith("Make a pivot table") and "pivot_table" in added[-1]
+    assert "8 rows x 5 columns" not in "".join(added)  # `trips` is not described again
+    merge = prompts.pal_messages("Match orders to customers by customer_id: how many?", {"sales": sales},
+                                 style="data-similar")
+    assert any("`stations`: pandas DataFrame" in m["content"] for m in merge[len(fixed) - 1:-1])
+    assert prompts.pal_messages("Qwerty zxcv?", {"sales": sales}, style="data-similar")[:-1] == fixed[:-1]
 
 
 def test_the_data_prompt_describes_the_example_frame_as_it_describes_the_users():

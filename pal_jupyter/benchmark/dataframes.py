@@ -148,7 +148,7 @@ QUESTIONS: tuple[DataQuestion, ...] = (
                  lambda f: _revenue(f["sales"]).groupby(f["sales"].date.dt.month).sum().idxmax()),
     DataQuestion("dates", "What is the total revenue (units times unit_price) of orders placed on a Saturday or "
                  "a Sunday?" + NUMBER, ("sales",),
-                 lambda f: _revenue(f["sales"])[f["sales"].date.dt.dayofweek >= 5].sum()),
+                 lambda f: _revenue(f["sales"])[f["sales"].date.dt.day_of_week >= 5].sum()),
     DataQuestion("dates", "How many days are there between the first and the last order date?" + NUMBER, ("sales",),
                  lambda f: (f["sales"].date.max() - f["sales"].date.min()).days),
     DataQuestion("dates", "How many customers signed up before 1 July 2024?" + NUMBER, ("customers",),

@@ -1,6 +1,7 @@
 """The engine: question -> prompt -> model -> programs -> child kernels -> vote -> feedback.
 
-``answers`` and ``records`` (typed attempts, sessions, votes) <- ``prompts``, ``extraction``,
+``answers`` and ``records`` (typed attempts, sessions, votes), ``retrieval`` (the verified bank of
+worked programs) and ``data_examples`` <- ``prompts``, ``extraction``,
 ``vote``, ``trace`` <- ``loop`` (:func:`solve`, the one repair loop every face calls) <-
 ``console`` (a terminal view of it) and ``options`` (settings shared by the notebook and CLI).
 """

@@ -20,6 +20,8 @@ from typing import Any
 
 from ..backends import ChatMessage
 from ..kernels import ExecutionResult
+from . import retrieval
+from .data_examples import DATA_EXAMPLES, DATA_IDIOMS, DataExample, example_frames, example_trips
 from .records import IGNORES, PRINTED_NOTHING, TABLE_FOR_NUMBER
 
 SYSTEM = (
@@ -160,8 +162,8 @@ class PromptStyle:
     system: str
     examples: tuple[tuple[str, str], ...]  # (question, assistant reply)
 
-    def turns(self) -> tuple[tuple[str, str], ...]:
-        """The worked examples as (user message, assistant reply) turns."""
+    def turns(self, question: str) -> tuple[tuple[str, str], ...]:
+        """The worked examples shown before ``question``, as (user message, assistant reply) turns."""
         return self.examples
 
 
@@ -174,76 +176,46 @@ DATA_SYSTEM = (
 
 
 @dataclass(frozen=True)
-class DataExample:
-    """A question about the example frame ``trips`` (:func:`example_trips`), answered with pandas.
-
-    ``answer`` is what ``code`` prints on that frame; the tests run it to check.
-    """
-
-    question: str
-    code: str
-    answer: float | str
-
-    def reply(self) -> str:
-        return f"```python\n{self.code}\n```"
-
-
-# Each shows one idiom that data questions need and word problems never do: filter the rows the
-# question names before summing, dates by month then groupby + idxmax, missing values as isna();
-# and all of them use `trips` as it is, which is what keeps programs from re-typing the user's data.
-DATA_EXAMPLES: tuple[DataExample, ...] = (
-    DataExample(
-        "What is the total length in minutes of the trips that started at the Harbour station? "
-        "Print just the number.",
-        "# Keep only the rows the question names, then add up the column it asks about.\n"
-        "harbour_trips = trips[trips[\"station\"] == \"Harbour\"]\n"
-        "total_minutes = harbour_trips[\"minutes\"].sum()\n"
-        "print(total_minutes)",
-        27.5,
-    ),
-    DataExample(
-        "Which station had the longest average trip in April 2025? Print just the station name.",
-        "april = trips[(trips[\"start\"].dt.year == 2025) & (trips[\"start\"].dt.month == 4)]\n"
-        "average_minutes = april.groupby(\"station\")[\"minutes\"].mean()\n"
-        "print(average_minutes.idxmax())",
-        "Central",
-    ),
-    DataExample(
-        "How many trips have no length recorded? Print just the number.",
-        "# A length that was not recorded is a missing value (NaN), not 0.\n"
-        "missing = trips[\"minutes\"].isna().sum()\n"
-        "print(missing)",
-        1,
-    ),
-)
-
-
-def example_trips() -> Any:
-    """The small frame the data examples are about (bike-share trips, one length missing)."""
-    import pandas as pd  # only data questions need it, and they come with pandas objects
-
-    return pd.DataFrame({
-        "trip_id": range(1, 9),
-        "start": pd.to_datetime(["2025-03-02 08:10", "2025-03-02 09:45", "2025-03-15 17:20", "2025-04-01 07:55",
-                                 "2025-04-03 12:30", "2025-04-18 18:05", "2025-05-06 08:40", "2025-05-20 16:15"]),
-        "station": ["Harbour", "Central", "Harbour", "Park", "Central", "Harbour", "Park", "Central"],
-        "minutes": [12.5, 30.0, None, 8.0, 22.5, 15.0, 41.0, 9.5],
-        "member": [True, False, True, True, False, True, False, True],
-    })
-
-
-@dataclass(frozen=True)
 class DataPromptStyle(PromptStyle):
-    """Worked examples about a DataFrame, described exactly as the user's data is described."""
+    """Worked examples about a DataFrame, described exactly as the user's data is described; then
+    up to ``idioms`` short examples of the pandas idioms most like the question (:data:`DATA_IDIOMS`)."""
 
-    def turns(self) -> tuple[tuple[str, str], ...]:
-        return _data_turns(self.examples)
+    idioms: int = 0
+
+    def turns(self, question: str) -> tuple[tuple[str, str], ...]:
+        chosen = _idiom_index().most_similar(question, self.idioms) if self.idioms else []
+        return _data_turns(self.examples) + tuple((_idiom_text(idiom), idiom.reply()) for idiom in chosen)
 
 
 @functools.cache
 def _data_turns(examples: tuple[tuple[str, str], ...]) -> tuple[tuple[str, str], ...]:
     trips = {"trips": example_trips()}
     return tuple((_question_text(question, trips), reply) for question, reply in examples)
+
+
+@functools.cache
+def _idiom_index() -> retrieval.SimilarQuestions[DataExample]:
+    return retrieval.SimilarQuestions(DATA_IDIOMS)
+
+
+def _idiom_text(idiom: DataExample) -> str:
+    """An idiom's question, short: `trips` was described in full by the fixed examples above it,
+    which keeps the added examples to a few dozen tokens each."""
+    others = {name: frame for name, frame in example_frames().items() if name in idiom.frames and name != "trips"}
+    also = f"\nAlso in the session:\n{describe_variables(others)}" if others else ""
+    return f"{idiom.question}\n\nUse `trips` (described above) as it is.{also}"
+
+
+@dataclass(frozen=True)
+class SimilarPromptStyle(PromptStyle):
+    """The ``shots`` most similar solved questions of the verified bank (:mod:`.retrieval`), each
+    a program whose comments are the solution's steps. Measured against the fixed examples in
+    benchmarks/README.md ("Examples chosen for the question"): not the default."""
+
+    shots: int = 2
+
+    def turns(self, question: str) -> tuple[tuple[str, str], ...]:
+        return tuple(retrieval.similar_examples(question, self.shots))
 
 
 PROMPT_STYLES: dict[str, PromptStyle] = {
@@ -255,17 +227,21 @@ PROMPT_STYLES: dict[str, PromptStyle] = {
                     tuple((e.question, e.as_script()) for e in WORKED_EXAMPLES)),
         PromptStyle("pal-8shot", "PAL's def solution() that returns, 8 worked examples", PAL_SYSTEM,
                     tuple((e.question, e.as_pal_function()) for e in WORKED_EXAMPLES)),
+        SimilarPromptStyle("chat-similar", "flat script that prints, the 2 most similar of 7,001 verified "
+                           "GSM8K train programs", SYSTEM, (), shots=2),
         # What pal-jupyter train fine-tunes on, and so what its adapters are asked with.
         PromptStyle("chat-0shot", "flat script that prints, no worked examples", SYSTEM, ()),
         DataPromptStyle("data-3shot", "pandas on a described DataFrame, 3 worked examples", DATA_SYSTEM,
                         tuple((e.question, e.reply()) for e in DATA_EXAMPLES)),
+        DataPromptStyle("data-similar", "data-3shot, then the 2 pandas idioms most like the question",
+                        DATA_SYSTEM, tuple((e.question, e.reply()) for e in DATA_EXAMPLES), idioms=2),
         PromptStyle("data-0shot", "pandas on a described DataFrame, no worked examples", DATA_SYSTEM, ()),
     )
 }
 #: Chosen by measurement on GSM8K train questions that are not worked examples (benchmarks/README.md).
 DEFAULT_STYLE = "chat-2shot"
 #: For questions about the user's variables (``--use``): measured on the DataFrame suite (README).
-DATA_STYLE = "data-3shot"
+DATA_STYLE = "data-similar"
 FEW_SHOT = PROMPT_STYLES[DEFAULT_STYLE].examples
 
 REPAIR_REQUEST = (
@@ -357,12 +333,13 @@ def pal_messages(
 ) -> list[ChatMessage]:
     """The first prompt for a question: the style's system message and worked examples, then the question.
 
-    Everything before the question is the same for every question of a style, which is what
-    lets the backend reuse its key/value cache.
+    For a fixed style everything before the question is the same for every question, which is
+    what lets the backend reuse its key/value cache; a similar-examples style shares the system
+    message only, and pays for reading its examples once per question.
     """
     chosen = prompt_style(style)
     messages: list[ChatMessage] = [{"role": "system", "content": chosen.system}]
-    for example_question, example_answer in chosen.turns():
+    for example_question, example_answer in chosen.turns(question):
         messages.append({"role": "user", "content": example_question})
         messages.append({"role": "assistant", "content": example_answer})
     messages.append({"role": "user", "content": _question_text(question, variables)})
