@@ -136,6 +136,23 @@ def test_leti_export_of_a_trace(tmp_path):
     assert result.returncode == 0 and result.stdout.count("<|good|>") == 1 and "print(1)" in result.stdout
 
 
+def test_leti_on_a_file_that_is_not_a_trace_says_so(tmp_path):
+    garbage = tmp_path / "notes.jsonl"
+    garbage.write_text('garbage\n{"x": 1}\n')
+    result = run_cli("leti", str(garbage))
+    assert result.returncode == 2 and result.stdout == ""
+    assert "holds no attempt with a program: it is not a pal-jupyter trace" in result.stderr
+    assert "Traceback" not in result.stderr
+
+
+def test_train_refuses_a_file_as_its_adapter_folder_before_any_work(tmp_path):
+    data, out = tmp_path / "programs.jsonl", tmp_path / "passwd"
+    data.write_text(""), out.write_text("root:x:0:0\n")
+    result = run_cli("train", "--out", str(out), str(data), timeout=60)
+    assert result.returncode == 2 and "is a file, not a folder" in result.stderr
+    assert "Traceback" not in result.stderr and out.read_text() == "root:x:0:0\n"
+
+
 def test_bench_figures_from_scripted_replies():
     rows = [
         {"question": "q1", "answer": "#### 18"},  # right at once

@@ -242,3 +242,17 @@ def test_next_hint_on_an_older_tutor_widget_advances_its_own_question(tmp_path):
         assert hints[-1] == (first, 2) and (second, 2) not in hints, hints
     finally:
         kernel.close()
+
+
+def test_a_policy_limit_out_of_range_is_one_line_that_names_the_policy_file(tmp_path):
+    kernel = start_kernel(tmp_path, ["c.TeacherPolicy.max_attempts = 12"])
+    try:
+        reply, outputs = kernel.run("%%pal\nHow many clips?")
+        text = text_of(outputs)
+        assert "The class policy in" in text and "profile_default/ipython_config.py" in text, text
+        assert "TeacherPolicy.max_attempts = 12" in text and "max_attempts must be a whole number from 1 to 10" in text
+        assert "Traceback" not in text
+        reply, outputs = kernel.run("print(6 * 7)")
+        assert reply["status"] == "ok" and "42" in text_of(outputs)
+    finally:
+        kernel.close()

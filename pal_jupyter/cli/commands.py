@@ -336,6 +336,7 @@ def cmd_train(args: argparse.Namespace) -> int:
     from ..training.examples import load_examples
     from ..training.lora import TrainSettings, train
 
+    _adapter_folder(args.out)  # before reading data or loading a model: say it in a second, not after minutes
     examples, counts = load_examples(args.data)
     print(f"read {counts['records']} record(s): {len(examples)} program(s) to learn from "
           f"({counts['without_program']} without a program, {counts['duplicates']} duplicates left out)",
@@ -361,9 +362,24 @@ def cmd_compare(args: argparse.Namespace) -> int:
 
 
 def cmd_leti(args: argparse.Namespace) -> int:
+    written = 0
     for text in trace_to_leti(_existing_file(args.trace, "trace")):
         print(text)
+        written += 1
+    if not written:
+        raise PalError(f"{args.trace} holds no attempt with a program: it is not a pal-jupyter trace, or an empty "
+                       "one (traces are written by pal-jupyter ask/bench --trace and %config PalMagics.trace).")
     return 0
+
+
+def _adapter_folder(out: str) -> None:
+    """``--out`` must be a folder that can be written (it gets adapter_config.json and the weights)."""
+    folder = Path(out).expanduser()
+    if folder.exists() and not folder.is_dir():
+        raise PalError(f"--out {out} is a file, not a folder: give a new or existing folder for the adapter.")
+    existing = next((p for p in (folder, *folder.parents) if p.exists()), None)
+    if existing is not None and not os.access(existing, os.W_OK | os.X_OK):
+        raise PalError(f"--out {out}: {existing} cannot be written by this user; choose a folder you own.")
 
 
 def _existing_file(path: str, what: str) -> str:

@@ -22,7 +22,7 @@ from ..engine.loop import SolveObserver, solve
 from ..engine.options import OPTIONS, Settings
 from ..engine.records import Attempt, Session
 from ..engine.trace import TraceWriter, default_trace_path
-from ..errors import PalError
+from ..errors import PalError, PolicyError, SettingError
 from ..kernels import KernelPool
 from . import cells
 from .variables import data_namespace, mentioned_variables, named_variables
@@ -127,14 +127,25 @@ class NotebookRuntime:
         """The defaults: ``PalMagics`` traits, with the teacher's model and attempts where configured."""
         values = {name: getattr(self.defaults, name) for name in OPTIONS}
         if self.policy.model:
-            values["model"] = self.policy.model
+            values["model"] = self._from_policy("model")
         if self.policy.origin("max_attempts") == "config":
-            values["max_attempts"] = self.policy.max_attempts
+            values["max_attempts"] = self._from_policy("max_attempts")
         if self.policy.origin("isolation") == "config":
-            values["isolation"] = self.policy.isolation
+            values["isolation"] = self._from_policy("isolation")
         if self.policy.readable_paths:
             values["readable"] = ",".join([*self.policy.readable_paths, values["readable"]])
         return Settings(**values)
+
+    def _from_policy(self, name: str) -> Any:
+        """The policy's value of a setting, checked by the same declaration as the option; a bad one
+        is the teacher's to fix, so the error names the policy file, not the student's cell."""
+        value = getattr(self.policy, name)
+        try:
+            return OPTIONS[name].check(value)
+        except SettingError as error:
+            where = ", ".join(self.policy.sources) or "the IPython/Jupyter configuration"
+            raise PolicyError(f"The class policy in {where} sets TeacherPolicy.{name} = {value!r}, which cannot "
+                              f"be used: {error} Fix it there (students: ask your teacher).") from None
 
     def resolve(self, args: Any, question: str) -> Request:
         """A cell's options, checked against the policy and merged with the defaults."""
@@ -167,9 +178,12 @@ class NotebookRuntime:
     def _mode(self, args: Any) -> str:
         """check, tutor or assist: the policy's mode is the default, may be locked, and without
         solutions allowed a request for the program becomes tutoring."""
-        if getattr(args, "check", False):
-            return "check"
         tutor, assist = getattr(args, "tutor", False), getattr(args, "assist", False)
+        if getattr(args, "check", False):
+            if tutor or assist:
+                raise PalError(f"--check checks your own code in the cell; it does not go with "
+                               f"{'--tutor' if tutor else '--assist'}: choose one.")
+            return "check"
         if tutor and assist:
             raise PalError("Choose one of --tutor and --assist.")
         mode = "tutor" if tutor else "assist" if assist else self.policy.mode
