@@ -136,6 +136,23 @@ def test_leti_export_of_a_trace(tmp_path):
     assert result.returncode == 0 and result.stdout.count("<|good|>") == 1 and "print(1)" in result.stdout
 
 
+def test_ctrl_c_while_the_commands_are_still_importing_is_one_line(monkeypatch, capsys):
+    # A real SIGINT in the first ~0.3 s of the command landed in importlib and printed 40 frames; the
+    # interrupt is raised here exactly where that signal landed, in the import of the commands.
+    import pal_jupyter.cli as cli
+
+    class Interrupted:
+        def find_spec(self, name, path=None, target=None):
+            if name == "pal_jupyter.cli.commands":
+                raise KeyboardInterrupt
+            return None
+
+    monkeypatch.delitem(sys.modules, "pal_jupyter.cli.commands", raising=False)
+    monkeypatch.setattr(sys, "meta_path", [Interrupted(), *sys.meta_path])
+    assert cli.main(["models"]) == 130
+    assert capsys.readouterr().err == "pal-jupyter: interrupted\n"
+
+
 def test_leti_on_a_file_that_is_not_a_trace_says_so(tmp_path):
     garbage = tmp_path / "notes.jsonl"
     garbage.write_text('garbage\n{"x": 1}\n')
