@@ -198,6 +198,7 @@ def _idiom_index() -> retrieval.SimilarQuestions[DataExample]:
     return retrieval.SimilarQuestions(DATA_IDIOMS)
 
 
+@functools.cache  # builds the example frames to describe them: once per idiom, not per question
 def _idiom_text(idiom: DataExample) -> str:
     """An idiom's question, short: `trips` was described in full by the fixed examples above it,
     which keeps the added examples to a few dozen tokens each."""
