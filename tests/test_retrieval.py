@@ -101,3 +101,10 @@ def test_the_similar_style_shows_banked_programs_chosen_for_each_question():
     assert "shirt" in first[3]["content"].lower() or "discount" in first[3]["content"].lower()
     banked = {entry.question for entry in retrieval.packaged_index().bank}
     assert first[1]["content"] in banked and first[2]["content"].startswith("```python\n# ")
+
+
+def test_building_from_a_missing_train_file_is_one_usage_line(tmp_path, capsys):
+    with pytest.raises(SystemExit) as stop:
+        worked_programs.main([str(tmp_path / "nope.jsonl"), "--out", str(tmp_path / "bank.jsonl.gz")])
+    assert stop.value.code == 2 and "no GSM8K train file at" in capsys.readouterr().err
+    assert not (tmp_path / "bank.jsonl.gz").exists()

@@ -187,6 +187,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("train", type=Path, help="GSM8K train.jsonl")
     parser.add_argument("--out", type=Path, default=BANK_PATH)
     args = parser.parse_args(argv)
+    if not args.train.is_file():
+        parser.error(f"no GSM8K train file at {args.train} (it is ../shared/data/gsm8k/train.jsonl in this project)")
     kept, left_out = build(_rows(args.train))
     write(kept, args.out)
     print(f"{len(kept)} verified programs written to {args.out}; left out: "
