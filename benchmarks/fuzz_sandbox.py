@@ -31,7 +31,7 @@ from pathlib import Path
 
 from pal_jupyter.engine.prompts import WORKED_EXAMPLES
 from pal_jupyter.kernels import ExecutorLimits, KernelPool
-from pal_jupyter.kernels.executor import _children_by_parent
+from pal_jupyter.kernels.processes import children_by_parent
 
 TIMEOUT_S, GRACE_S = 3.0, 2.0
 KILL_S = 5.0  # after timeout + grace: SIGKILL, reap, report
@@ -136,7 +136,7 @@ def main() -> None:
                       f"{dict(outcomes)}", flush=True)
         isolation = pool.isolation
     time.sleep(1)
-    alive = _children_by_parent().get(os.getpid(), [])  # every kernel and what it started should be gone
+    alive = children_by_parent().get(os.getpid(), [])  # every kernel and what it started should be gone
     temp_left = [n for n in leftovers(Path(tempfile.gettempdir()), temp_before) if not n.startswith("fuzz-canary-")]
     harms = []
     if canary.read_text() != "intact" or sorted(os.listdir(canary_dir)) != ["canary.txt"]:

@@ -37,9 +37,12 @@ class UserKernel:
 
     def child_kernels(self):
         parent = psutil.Process(self.km.provisioner.process.pid)
-        # In the sandbox a kernel is bwrap -> bwrap -> python, all with the launcher on their command line.
-        return [p for p in parent.children(recursive=True)
-                if "pal_jupyter.kernels.launcher" in " ".join(p.cmdline()) and p.name() != "bwrap"]
+        # A kernel is the launcher's keeper -> the kernel (in the sandbox below bwrap -> bwrap), all
+        # with the launcher on their command line: count the keepers, one per kernel.
+        def launcher(process: psutil.Process) -> bool:
+            return "pal_jupyter.kernels.launcher" in " ".join(process.cmdline()) and process.name() != "bwrap"
+
+        return [p for p in parent.children(recursive=True) if launcher(p) and not launcher(p.parent())]
 
     def close(self):
         self.kc.stop_channels()

@@ -21,7 +21,7 @@ from pathlib import Path
 import psutil
 import pytest
 
-from pal_jupyter.errors import KernelError
+from pal_jupyter.errors import KernelError, SettingError
 from pal_jupyter.kernels import ExecutorLimits, KernelPool, StopReason
 from pal_jupyter.kernels.sandbox import bubblewrap_problem, resolve_level
 from sandboxing import require_sandbox
@@ -81,7 +81,9 @@ def test_no_way_back_into_the_users_kernel(pool, secrets):
             "try:\n    key = open(connection).read()\nexcept OSError as e:\n    key = type(e).__name__\n"
             "print(parent is not None, 'user-kernel-hmac-key' in key, os.path.exists(f'/proc/{host}/cmdline'))")
     out = run(pool, code, connection=str(secrets["runtime"] / "kernel-user.json"), host=os.getpid())
-    assert out == ("False False False" if sandboxed(pool) else "True True True")
+    # No JPY_PARENT_PID at either level (the keeper watches the parent); a plain process can still
+    # read the connection file and see the parent's process.
+    assert out == ("False False False" if sandboxed(pool) else "False True True")
 
 
 def test_files_outside_its_folder(pool, secrets):
@@ -126,7 +128,17 @@ def test_the_network(pool):
 
 def test_the_environment(pool):
     out = run(pool, "import os\nprint(sorted(k for k in os.environ if 'SECRET' in k or 'TOKEN' in k or 'KEY' in k))")
-    assert out == ("[]" if sandboxed(pool) else "['PAL_TEST_SECRET_TOKEN']")
+    assert out == "[]"  # an allow-list at both levels
+
+
+def test_no_secret_in_any_environment_it_can_read(pool):
+    """Not in its own, nor in that of any process it can see: the sandbox's first process (bwrap,
+    started with the kernel's environment) included."""
+    code = ("import glob\nhits = []\n"
+            "for path in glob.glob('/proc/[0-9]*/environ'):\n"
+            "    try:\n        if b'sk-do-not-leak' in open(path, 'rb').read():\n            hits.append(path)\n"
+            "    except OSError:\n        pass\nprint(hits)")
+    assert run(pool, code) == "[]"
 
 
 def test_proc_snooping_and_signals_to_the_parent(pool):
@@ -167,6 +179,16 @@ def test_a_detached_process_does_not_outlive_its_kernel(pool):
     assert left == [], [p.pid for p in left]
 
 
+def test_a_program_that_kills_its_own_kernel_leaves_nothing_behind(pool):
+    code = ("import os, subprocess, time\n"
+            "subprocess.Popen(['sleep', '4322'], start_new_session=True)\ntime.sleep(0.2)\n"
+            "os.kill(os.getpid(), 9)")
+    assert pool.run(code).reason is StopReason.DIED
+    gone, alive = psutil.wait_procs([p for p in psutil.process_iter(["cmdline"]) if p.info["cmdline"] == ["sleep", "4322"]],
+                                    timeout=5)
+    assert alive == []
+
+
 def test_disk_fill_is_cut(pool):
     code = ("import os\nwritten = 0\nchunk = b'0' * (1024 * 1024)\n"
             "try:\n    with open('big.bin', 'wb') as f:\n        for _ in range(1024):\n"
@@ -176,6 +198,42 @@ def test_disk_fill_is_cut(pool):
     name, errno, megabytes = out.split()
     assert name == "OSError" and int(megabytes) <= 64  # RLIMIT_FSIZE (64 MiB here): EFBIG, not a full disk
     assert errno == "27"
+
+
+FILL_CODE = """\
+import errno, os
+def fill(folder):
+    written = 0
+    try:
+        for i in range(4096):  # many 1 MiB files: a cap per file is not enough
+            with open(os.path.join(folder, f'fill-{i}.bin'), 'wb') as f:
+                f.write(b'0' * 1048576)
+            written += 1
+    except OSError as e:
+        return errno.errorcode[e.errno], written
+    return 'no limit', written
+from ipykernel import get_connection_file
+places = {'work': '.', 'tmp': '/tmp', 'shm': '/dev/shm', 'run': '/run', 'var_tmp': '/var/tmp', 'dev': '/dev',
+          'runtime': os.path.dirname(get_connection_file())}
+print({name: fill(folder) for name, folder in places.items()})
+"""
+
+
+def test_every_writable_place_is_capped(pool):
+    """Its folder, /tmp and /dev/shm are size-capped memory (ENOSPC, within a quarter of the memory
+    limit in all); everything else, the host folder with its sockets and connection file included,
+    is read-only."""
+    if not sandboxed(pool):
+        pytest.skip("a plain process writes to the real disk: only the file-size limit bounds it")
+    result = pool.run(FILL_CODE)
+    assert result.reason is StopReason.OK, result.error
+    out = eval(result.stdout)
+    assert {name: code for name, (code, _) in out.items()} == {
+        "work": "ENOSPC", "tmp": "ENOSPC", "shm": "ENOSPC",
+        "run": "EROFS", "var_tmp": "EROFS", "dev": "EROFS", "runtime": "EROFS"}
+    written = sum(megabytes for _, megabytes in out.values())
+    assert 0 < written <= ExecutorLimits().memory_bytes // 4 // 1024**2
+    assert out["runtime"][1] == 0
 
 
 def test_a_fork_bomb_ends_with_its_kernel(pool):
@@ -236,3 +294,58 @@ def test_the_users_own_kernel_is_untouched_after_the_suite(secrets):
     assert json.loads((secrets["runtime"] / "kernel-user.json").read_text())["key"] == "user-kernel-hmac-key"
     assert list(secrets["outside"].iterdir()) == []
     assert os.environ["PAL_TEST_SECRET_TOKEN"] == "sk-do-not-leak"
+
+
+def test_readable_paths_that_expose_the_users_world_are_refused(tmp_path, secrets):
+    home = secrets["home"]
+    (home / ".ssh").mkdir(exist_ok=True)
+    (tmp_path / "to-home").symlink_to(home)
+    data = tmp_path / "data"
+    data.mkdir()
+    refused = {
+        "/": "is the whole filesystem",
+        "~": "is your home folder",
+        str(home.parent): "contains your home folder",  # an ancestor of the home
+        str(tmp_path / "to-home"): "which leads to .* is your home folder",  # a link to it
+        str(home / ".ssh"): r"is inside .*\.ssh, which holds keys",
+        str(secrets["runtime"]): "is the Jupyter runtime folder",
+        tempfile.gettempdir(): "contains",  # here the test home lies in it too
+    }
+    for path, reason in refused.items():
+        with pytest.raises(SettingError, match=f"Readable path .* refused: .*{reason}"):
+            ExecutorLimits(readable_paths=(path,))
+    assert ExecutorLimits(readable_paths=(str(data),)).readable_paths == (str(data),)  # a data folder is fine
+
+
+ORPHAN_PARENT = """\
+import sys, time
+from pal_jupyter.kernels import ChildKernel, ExecutorLimits
+kernel = ChildKernel(ExecutorLimits(warm_imports=(), isolation=sys.argv[1]))  # alive until we die
+result = kernel.run("import subprocess\\n"
+                    "subprocess.run(['sh', '-c', '(setsid sleep 4321 &) ; exit 0'])\\n"
+                    "subprocess.Popen(['sleep', '4321'], start_new_session=True)\\nprint('detached')")
+print(result.stdout.strip(), flush=True)
+time.sleep(600)
+"""
+
+
+@pytest.mark.parametrize("level", LEVELS)
+def test_nothing_outlives_a_parent_killed_by_sigkill(level, tmp_path):
+    """The user's kernel dies by ``kill -9`` while a program's detached processes sleep: the
+    keeper notices and ends the whole tree, the kernel and what it detached."""
+    if level == "sandbox":
+        require_sandbox()
+    script = tmp_path / "parent.py"
+    script.write_text(ORPHAN_PARENT)
+    parent = subprocess.Popen([sys.executable, str(script), level], stdout=subprocess.PIPE, text=True,
+                              cwd=str(tmp_path))
+    try:
+        assert parent.stdout.readline().strip() == "detached"
+        tree = psutil.Process(parent.pid).children(recursive=True)
+        assert sum(p.cmdline() == ["sleep", "4321"] for p in tree) == 2
+        parent.kill()
+        parent.wait()
+        gone, alive = psutil.wait_procs(tree, timeout=10)
+        assert alive == [], [(p.pid, p.cmdline()) for p in alive]
+    finally:
+        parent.kill()

@@ -201,6 +201,7 @@ class Settings:
                 f"temperature 0 (greedy decoding) would write the same program {self.samples} times: use a "
                 "temperature above 0 to draw several programs, or samples 1."
             )
+        self.limits()  # the kernel's limits' own rules (readable paths that expose the home, ...), now
 
     def updated(self, values: Mapping[str, Any]) -> Settings:
         """A copy with the given values (None means "not given", except where None is a value)."""

@@ -49,7 +49,9 @@ from jupyter_client.kernelspec import KernelSpec
 from ..errors import KernelError, SettingError, VariableError
 from .results import ErrorInfo, ExecutionResult, StopReason
 from . import cgroups
-from .sandbox import bwrap_command, resolve_level
+from .environment import allowed_environment
+from .processes import children_by_parent, kill_descendants, pid_alive
+from .sandbox import SOCKETS_DIR, Scratch, bwrap_command, exposure_problem, resolve_level
 from .tracebacks import PROGRAM_FILENAME, crash_trace, make_error_info, strip_ansi
 
 logger = logging.getLogger(__name__)
@@ -96,6 +98,10 @@ class ExecutorLimits:
         if self.timeout_s <= 0 or self.grace_s < 0 or self.max_output_bytes <= 0:
             raise SettingError(f"timeout_s ({self.timeout_s}) and max_output_bytes ({self.max_output_bytes}) must be "
                                f"above 0 and grace_s ({self.grace_s}) at least 0.")
+        for path in self.readable_paths:  # whether it exists is checked when a kernel starts
+            problem = exposure_problem(path)
+            if problem:
+                raise SettingError(f"Readable path {path!r} refused: {problem}.")
 
 
 # --------------------------------------------------------------------------------------------
@@ -118,12 +124,23 @@ class _LimitedKernelManager(KernelManager):
     def kernel_spec(self) -> KernelSpec:
         return self._pal_spec
 
+    def reach_sockets_at(self, ip: str) -> None:
+        """Reach the kernel's ipc sockets at ``ip`` from now on, the control socket too (jupyter_client
+        connects it as the kernel starts; interrupts and shutdown requests travel on it)."""
+        self.ip = ip
+        self._close_control_socket()
+        self._connect_control_socket()
+
 
 def _kernel_spec(limits: ExecutorLimits, isolation: str, workdir: str, runtime_dir: str,
                  env: Mapping[str, str], cgroup: str | None = None) -> KernelSpec:
+    scratch = Scratch.within(limits.memory_bytes)
+    memory = limits.memory_bytes
+    if isolation == "sandbox" and memory:  # the sandbox's in-memory folders count against the same limit
+        memory -= scratch.total
     argv = [
         sys.executable, "-m", "pal_jupyter.kernels.launcher",
-        "--memory-bytes", str(limits.memory_bytes),
+        "--memory-bytes", str(memory),
         "--cpu-seconds", str(limits.cpu_seconds),
         "--file-bytes", str(limits.max_file_bytes),
         "--open-files", str(limits.max_open_files),
@@ -131,7 +148,8 @@ def _kernel_spec(limits: ExecutorLimits, isolation: str, workdir: str, runtime_d
         "-f", "{connection_file}",
     ]  # fmt: skip
     if isolation == "sandbox":
-        argv = bwrap_command(argv, workdir=workdir, runtime_dir=runtime_dir, env=env, readable=limits.readable_paths)
+        argv = bwrap_command(argv, workdir=workdir, runtime_dir=runtime_dir, env=env, readable=limits.readable_paths,
+                             scratch=scratch)
     if cgroup is not None:  # root, exempt from RLIMIT_NPROC: a pids cgroup caps the processes instead
         argv = cgroups.join_command(cgroup, argv)
     # A sandboxed kernel sits in its own session and pid namespace, out of reach of our signals:
@@ -140,8 +158,10 @@ def _kernel_spec(limits: ExecutorLimits, isolation: str, workdir: str, runtime_d
     return KernelSpec(argv=argv, display_name="pal child kernel", language="python", interrupt_mode=interrupt)
 
 
-def _kernel_env(extra_env: Mapping[str, str] | None, runtime_dir: str) -> dict[str, str]:
-    env = dict(os.environ)
+def _kernel_env(extra_env: Mapping[str, str] | None, runtime_dir: str, workdir: str) -> dict[str, str]:
+    """The kernel's whole environment: the allow-listed part of ours (no tokens or keys reach a
+    program, sandbox or not), what the kernel needs, and ``extra_env`` (the caller's own choice)."""
+    env = allowed_environment(os.environ)
     # The launcher must be importable even when pal_jupyter is not installed (run from a
     # checkout): the kernel's cwd is a temp dir, so put the package's parent on the path.
     package_root = str(Path(__file__).resolve().parents[2])
@@ -149,19 +169,19 @@ def _kernel_env(extra_env: Mapping[str, str] | None, runtime_dir: str) -> dict[s
     if package_root not in paths:
         env["PYTHONPATH"] = os.pathsep.join([package_root, *paths])
     env.update(
+        HOME=workdir,  # not the user's: nothing of theirs is found through ~ (the sandbox hides it too)
         CUDA_VISIBLE_DEVICES="",  # the GPU belongs to the model
         MPLBACKEND="module://matplotlib_inline.backend_inline",  # figures -> image/png outputs
+        MPLCONFIGDIR=os.path.join(runtime_dir, "matplotlib"),
         PYTHONUNBUFFERED="1",
         # An IPython home of its own: none of the user's profiles, startup files or history.
         IPYTHONDIR=os.path.join(runtime_dir, "ipython"),
         PAL_JUPYTER_CHILD_KERNEL="1",  # %load_ext pal_jupyter refuses to run here
     )
-    env.pop("PYTHONSTARTUP", None)  # IPython runs it at start-up
     # glibc reserves a 64 MiB heap arena per thread that allocates concurrently; a kernel has
     # ~14 threads, so arenas alone took ~0.6 GiB of the RLIMIT_AS budget (measured: an idle
     # kernel with pandas/matplotlib 991 MiB virtual -> 415 MiB with 2 arenas).
     env.setdefault("MALLOC_ARENA_MAX", "2")
-    env.pop("JPY_PARENT_PID", None)  # ours, if we run in a kernel; the launcher sets our pid
     env.update(extra_env or {})
     return env
 
@@ -187,10 +207,9 @@ def _load_variables_code(path: str) -> str:
     """Silent execute that loads pickled variables into the program's globals."""
     return (
         "def __pal_load(path):\n"
-        "    import os, pickle\n"
+        "    import pickle\n"
         "    with open(path, 'rb') as f:\n"
         "        blobs = pickle.load(f)\n"
-        "    os.remove(path)\n"
         "    bad = []\n"
         "    for name, blob in blobs.items():\n"
         "        try:\n"
@@ -323,47 +342,6 @@ def _describe_exit(code: int | None, limits: ExecutorLimits) -> str:
     return f"{base}: the program ended the process (e.g. os._exit) or it crashed."
 
 
-def _children_by_parent() -> dict[int, list[int]]:
-    """Every process's children, from /proc (Linux; elsewhere nothing is found)."""
-    children: dict[int, list[int]] = {}
-    try:
-        entries = os.listdir("/proc")
-    except OSError:
-        return children
-    for entry in entries:
-        if not entry.isdigit():
-            continue
-        try:
-            with open(f"/proc/{entry}/stat", "rb") as handle:
-                stat = handle.read().decode(errors="replace")
-        except OSError:
-            continue
-        ppid = int(stat.rsplit(")", 1)[1].split()[1])  # the command may hold spaces and ")"
-        children.setdefault(ppid, []).append(int(entry))
-    return children
-
-
-def _kill_descendants(pid: int | None, rounds: int = 5) -> None:
-    """SIGKILL every descendant of ``pid`` (not ``pid`` itself), again while new ones appear."""
-    if not pid:
-        return
-    for _ in range(rounds):
-        children = _children_by_parent()
-        found, todo = [], list(children.get(pid, []))
-        while todo:
-            child = todo.pop()
-            found.append(child)
-            todo.extend(children.get(child, []))
-        if not found:
-            return
-        for child in found:
-            try:
-                os.kill(child, signal.SIGKILL)
-            except (ProcessLookupError, PermissionError):
-                pass
-        time.sleep(0.02)
-
-
 class ChildKernel:
     """One started kernel (KernelManager + BlockingKernelClient). Used once per program.
 
@@ -387,14 +365,15 @@ class ChildKernel:
         self._closed = False
         self._exit_code: int | None = None
         self._shut = threading.Event()  # set at shutdown: a sandbox's keeper thread may end then
-        self._env = _kernel_env(extra_env, self.runtime_dir)
+        self._env = _kernel_env(extra_env, self.runtime_dir, self.cwd)
         self.cgroup = cgroups.pids_cgroup(f"k-{os.getpid()}-{os.path.basename(self.runtime_dir)}",
                                           self.limits.max_processes)
         self._kc: BlockingKernelClient | None = None
         try:  # from here on, a failure removes the folders and the cgroup made above
             self._km = _LimitedKernelManager(
                 spec=_kernel_spec(self.limits, self.isolation, self.cwd, self.runtime_dir, self._env, self.cgroup),
-                transport="ipc", ip=os.path.join(self.runtime_dir, "k"),
+                # A sandboxed kernel makes its sockets in its own /tmp (see _reach_sandboxed_sockets).
+                transport="ipc", ip=os.path.join(SOCKETS_DIR if self.isolation == "sandbox" else self.runtime_dir, "k"),
                 connection_file=os.path.join(self.runtime_dir, "connection.json"),
             )
             self._start()
@@ -424,6 +403,8 @@ class ChildKernel:
         self._proc = provisioner.process  # type: ignore[union-attr]
         self._pgid: int | None = provisioner.pgid  # type: ignore[union-attr]
         self.pid: int = provisioner.pid  # type: ignore[union-attr]
+        if self.isolation == "sandbox":
+            self._reach_sandboxed_sockets(deadline)
         # Share the manager's zmq context: shutdown destroys it (a client's own would linger).
         self._kc = self._km.client(context=self._km.context)
         self._kc.start_channels(hb=False)  # liveness comes from the process, not heartbeats
@@ -435,6 +416,24 @@ class ChildKernel:
         if reply.get("status") != "ok":
             logger.warning("kernel setup reported %s: %s", reply.get("status"), reply.get("evalue"))
         logger.debug("kernel %s ready in %.2f s", self.pid, time.monotonic() - started)
+
+    def _reach_sandboxed_sockets(self, deadline: float) -> None:
+        """Point our side at the sockets the sandboxed kernel makes in its own ``/tmp``.
+
+        No host folder is writable from the sandbox (a program could fill it); the kernel's
+        sockets live in the sandbox's size-capped ``/tmp`` instead, and we reach them through
+        ``/proc/PID/root`` of the sandbox's first process, a view into its filesystem that its
+        owner (us) may use. Until that process has set up its mounts, connections are refused
+        and retried (zmq reconnects by itself).
+        """
+        while True:
+            inner = children_by_parent().get(self.pid, [])  # bwrap's one child: the sandbox's init
+            if inner:
+                break
+            if self._proc.poll() is not None or time.monotonic() > deadline:
+                raise KernelError(self._startup_failure("the sandbox did not start"))
+            time.sleep(0.005)
+        self._km.reach_sockets_at(f"/proc/{inner[0]}/root{self._km.ip}")
 
     def _launch(self) -> None:
         with open(self._log_path, "wb") as log:
@@ -516,7 +515,7 @@ class ChildKernel:
             self._kc.stop_channels()
         # What the program started, first: detached processes are re-parented to the kernel (the
         # launcher makes it their subreaper) only while it lives.
-        _kill_descendants(getattr(self, "pid", None))
+        kill_descendants(getattr(self, "pid", None))
         try:
             # now=True: SIGINT then SIGKILL to the process group, wait, remove connection/ipc files.
             km = getattr(self, "_km", None)  # absent when the kernel's command could not be built
@@ -576,8 +575,8 @@ class ChildKernel:
                 return dict(reply["content"])
 
     def _load_variables(self, blobs: Mapping[str, bytes]) -> None:
-        """Hand pickled variables over through a file in the kernel's runtime folder (then delete it):
-        the one host folder a sandboxed kernel can read."""
+        """Hand pickled variables over through a file in the kernel's runtime folder, the one host
+        folder a sandboxed kernel can read (read-only); we delete it before the program runs."""
         path = os.path.join(self.runtime_dir, VARIABLES_FILE)
         try:
             with open(path, "wb") as f:
@@ -761,7 +760,7 @@ def sweep_leftovers(root: str | None = None) -> list[str]:
         return removed
     for name in names:
         match = _OWNED_DIR.match(name)
-        if match is None or _pid_alive(int(match.group(1))):
+        if match is None or pid_alive(int(match.group(1))):
             continue
         path = os.path.join(root, name)
         shutil.rmtree(path, ignore_errors=True)
@@ -769,19 +768,8 @@ def sweep_leftovers(root: str | None = None) -> list[str]:
             removed.append(path)
     if removed:
         logger.info("removed %d folder(s) left by pal-jupyter processes that are gone", len(removed))
-    cgroups.sweep(_pid_alive)
+    cgroups.sweep(pid_alive)
     return removed
-
-
-def _pid_alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:  # someone else's process: alive
-        return True
-    return True
-
 
 
 class KernelPool:

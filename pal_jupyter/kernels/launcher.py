@@ -5,9 +5,10 @@ The limits are set here, inside the kernel process itself, before ipykernel (and
 program it will run) exist, so they cover everything the program does, including
 subprocesses it starts (rlimits are inherited across fork/exec).
 
-The kernel exits on its own when its parent dies: jupyter_client's launcher puts the
-parent's pid in ``JPY_PARENT_PID`` and ipykernel's ``ParentPollerUnix`` watches it. This
-module keeps that working by passing the environment through untouched.
+The launcher forks: the kernel runs in the child, and this process stays as its *keeper*
+(:func:`keep`), the subreaper and root of everything the program starts. When the kernel exits,
+or the parent that started it dies (even by ``kill -9``), the keeper ends the whole tree,
+detached processes included, and exits as the kernel did.
 
 The kernel reads no IPython configuration: not the user's profile, not the system-wide
 ``/etc/ipython`` a teacher sets, no startup files, no extensions. A profile that loads
@@ -22,13 +23,17 @@ import argparse
 import faulthandler
 import os
 import resource
+import signal
 import sys
-from typing import IO
+import time
+from collections.abc import Callable
+from typing import IO, NoReturn
 
 # The hard CPU limit sits a little above the soft one: at the soft limit the kernel gets
 # SIGXCPU (its default action ends the process, which the parent reports as a CPU-limit
 # death); should anything catch SIGXCPU, the hard limit still ends it with SIGKILL.
 CPU_HARD_MARGIN_S = 5
+KEEPER_POLL_S = 0.1  # how soon a dead kernel or parent is noticed
 
 
 def _parse_args(argv: list[str]) -> tuple[argparse.Namespace, list[str]]:
@@ -86,11 +91,11 @@ _CRASH_LOG: IO[str] | None = None  # kept referenced so the duplicated fd stays 
 
 
 def adopt_orphans() -> None:
-    """Make the kernel the "subreaper" of everything the program starts (Linux).
+    """Make this process (the keeper) the "subreaper" of everything the program starts (Linux).
 
     A process that detaches itself (a double fork, ``start_new_session=True``) is then re-parented
-    to the kernel instead of to init, so the executor finds it among the kernel's descendants and
-    ends it with the kernel: nothing a program started outlives it, sandbox or not.
+    to the keeper instead of to init, so it stays in the tree that ends with the kernel: nothing a
+    program started outlives it, sandbox or not. (Not inherited by fork: the kernel is no reaper.)
     """
     if not sys.platform.startswith("linux"):
         return
@@ -101,6 +106,65 @@ def adopt_orphans() -> None:
         ctypes.CDLL(None, use_errno=True).prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0)
     except (OSError, AttributeError):  # no prctl: the process group still covers the common case
         pass
+
+
+def keep(kernel: int, poll_s: float = KEEPER_POLL_S) -> NoReturn:
+    """Stay beside the kernel as the root of its process tree, and end the whole tree with it.
+
+    This process is the subreaper of everything below it, so a program's detached processes
+    (``setsid``, a double fork) stay in this tree even when the kernel itself dies. The tree
+    ends, and this process exits as the kernel did, when:
+
+    * the kernel exits (the program killed it, it crashed, it was shut down);
+    * our parent, the process that started the kernel (the user's kernel, the CLI), dies, even by
+      ``kill -9``: nothing would be left to clean up after us;
+    * SIGTERM arrives. SIGINT is for the kernel (an interrupt reaches the whole process group).
+    """
+    from .processes import kill_descendants
+
+    parent = os.getppid()
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    signal.signal(signal.SIGTERM, lambda *_: _end_tree(kill_descendants, signal.SIGTERM))
+    while True:
+        status = _reap_all(kernel)
+        if status is not None:
+            kill_descendants(os.getpid())
+            _exit_like(status)
+        if os.getppid() != parent:
+            _end_tree(kill_descendants, signal.SIGKILL)
+        time.sleep(poll_s)
+
+
+def _reap_all(kernel: int) -> int | None:
+    """Reap every finished child (adopted orphans too, or they stay zombies); the kernel's wait
+    status once it has exited, else None."""
+    kernel_status = None
+    while True:
+        try:
+            pid, status = os.waitpid(-1, os.WNOHANG)
+        except ChildProcessError:  # no children left at all
+            return kernel_status if kernel_status is not None else 0
+        if pid == 0:
+            return kernel_status
+        if pid == kernel:
+            kernel_status = status
+
+
+def _end_tree(kill_descendants: Callable[[int], None], signum: int) -> NoReturn:
+    kill_descendants(os.getpid())
+    _exit_like(signum)  # a wait status of "ended by signum"
+
+
+def _exit_like(status: int) -> NoReturn:
+    """Exit as a process with this wait status did, so our parent sees the kernel's own end
+    (a signal stays a signal: the executor tells a CPU limit or a segfault apart by it)."""
+    if os.WIFSIGNALED(status):
+        signum = os.WTERMSIG(status)
+        if signum not in (signal.SIGKILL, signal.SIGSTOP):  # the two that cannot be handled
+            signal.signal(signum, signal.SIG_DFL)
+        os.kill(os.getpid(), signum)
+        os.kill(os.getpid(), signal.SIGKILL)  # a signal whose default is to be ignored: end anyway
+    os._exit(os.WEXITSTATUS(status) if os.WIFEXITED(status) else 1)
 
 
 def _plain_kernel_app() -> type:
@@ -118,9 +182,16 @@ def _plain_kernel_app() -> type:
 def main(argv: list[str] | None = None) -> None:
     args, kernel_argv = _parse_args(sys.argv[1:] if argv is None else argv)
     apply_limits(args.memory_bytes, args.cpu_seconds, args.file_bytes, args.open_files, args.processes)
-    enable_crash_traces()
+    # The keeper below watches our parent; ipykernel's own parent poller would race it (and the
+    # variable would show the program the pid of the user's kernel).
+    os.environ.pop("JPY_PARENT_PID", None)
     adopt_orphans()
-    _plain_kernel_app().launch_instance(argv=kernel_argv)
+    kernel = os.fork()
+    if kernel == 0:
+        enable_crash_traces()
+        _plain_kernel_app().launch_instance(argv=kernel_argv)
+        return
+    keep(kernel)
 
 
 if __name__ == "__main__":

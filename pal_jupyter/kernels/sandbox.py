@@ -30,20 +30,43 @@ import shutil
 import subprocess
 import sys
 from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
 from pathlib import Path
 
 from ..errors import KernelError
+from .environment import allowed_environment
 
 LEVELS = ("auto", "sandbox", "process")
-WORKDIR_BYTES = 512 * 1024**2  # the in-memory working directory of a sandboxed program
+# The kernel's ipc sockets, in the sandbox's own /tmp: the parent reaches them through
+# /proc/PID/root (see ChildKernel), so no folder of the host is writable from inside.
+SOCKETS_DIR = "/tmp/pal-jupyter-sockets"
+SCRATCH_SHARE = 4  # a quarter of a program's memory limit may be files it writes (all in memory)
+UNLIMITED_SCRATCH_BYTES = 512 * 1024**2  # what it may write when its memory is not limited
 
-# What a program's environment may hold (everything else, tokens and keys above all, is dropped).
-ALLOWED_ENVIRONMENT = frozenset({
-    "PATH", "LANG", "LANGUAGE", "LC_ALL", "LC_CTYPE", "LC_NUMERIC", "LC_TIME", "LC_COLLATE", "LC_MONETARY",
-    "LC_MESSAGES", "TZ", "PYTHONPATH", "PYTHONUNBUFFERED", "PYTHONHASHSEED", "PYTHONIOENCODING", "MPLBACKEND",
-    "CUDA_VISIBLE_DEVICES", "MALLOC_ARENA_MAX", "OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS",
-    "PAL_JUPYTER_CHILD_KERNEL", "VIRTUAL_ENV",
-})
+
+@dataclass(frozen=True)
+class Scratch:
+    """Everything a sandboxed program may write, in size-capped in-memory folders: its working
+    folder (half), ``/tmp`` and ``/dev/shm`` (a quarter each). Every other place is read-only.
+
+    The total is carved out of the program's memory limit (its address space shrinks by as much),
+    so files it writes and memory it takes together stay within that one limit: tmpfs pages are
+    host memory, and the user's machine must not pay for a program that fills its folders.
+    """
+
+    workdir: int
+    tmp: int
+    shm: int
+
+    @classmethod
+    def within(cls, memory_bytes: int) -> Scratch:
+        total = memory_bytes // SCRATCH_SHARE if memory_bytes > 0 else UNLIMITED_SCRATCH_BYTES
+        return cls(workdir=total // 2, tmp=total // 4, shm=total // 4)
+
+    @property
+    def total(self) -> int:
+        return self.workdir + self.tmp + self.shm
+
 INSTALL_HINT = ("install bubblewrap (Debian/Ubuntu: sudo apt-get install bubblewrap) and allow unprivileged user "
                 "namespaces (on by default on Debian; Ubuntu 24.04 restricts them with AppArmor: see the README), "
                 "or choose isolation 'process'")
@@ -101,7 +124,7 @@ def _namespaces() -> list[str]:
 
 def sandbox_environment(env: Mapping[str, str], workdir: str) -> dict[str, str]:
     """The allow-listed environment of a sandboxed kernel; its home is its working directory."""
-    kept = {k: v for k, v in env.items() if k in ALLOWED_ENVIRONMENT or k.startswith("LC_")}
+    kept = allowed_environment(env)
     # IPython's and matplotlib's state go to the sandbox's own /tmp, not into the program's folder.
     kept.update(HOME=workdir, TMPDIR="/tmp", IPYTHONDIR="/tmp/ipython", MPLCONFIGDIR="/tmp/matplotlib")
     return kept
@@ -115,15 +138,75 @@ def _hidden_roots() -> list[str]:
     home = os.path.expanduser("~")
     if home not in ("/", "") and os.path.isdir(home):
         roots.append(home)
+    runtime = _jupyter_runtime_dir()
+    if runtime and os.path.isdir(runtime) and not any(_inside(runtime, r) for r in roots):
+        roots.append(runtime)
+    return [r for r in roots if os.path.isdir(r)]
+
+
+# Folders of the home that hold keys, tokens, history or other kernels' connection files.
+PRIVATE_HOME_FOLDERS = (
+    ".ssh", ".gnupg", ".aws", ".azure", ".config", ".docker", ".kube", ".jupyter", ".ipython", ".local",
+    ".cache", ".mozilla", ".pki", ".password-store", ".netrc", ".git-credentials", ".pypirc",
+    ".bash_history", ".python_history", ".zsh_history",
+)
+
+
+def check_readable(paths: Iterable[str]) -> list[str]:
+    """The real paths of ``paths`` (links resolved), each checked: it exists and exposes nothing
+    of the user's world (:func:`exposure_problem`). A KernelError names the first that fails."""
+    checked = []
+    for given in paths:
+        real = os.path.realpath(os.path.expanduser(given))
+        problem = exposure_problem(given) or (None if os.path.exists(real) else "it does not exist")
+        if problem:
+            raise KernelError(f"Readable path {given!r} refused: {problem}.")
+        checked.append(real)
+    return checked
+
+
+def exposure_problem(given: str) -> str | None:
+    """Why letting programs read ``given`` would expose the user's world, or None.
+
+    Refused: ``/``; the home folder, the temporary folder, ``/run`` and the Jupyter runtime folder,
+    and any folder above them (they hold keys and every kernel's connection file); anything inside
+    the home's private folders (``~/.ssh``, ``~/.jupyter``, ...) or the Jupyter runtime folder. A
+    link is judged by where it leads. A specific data folder or file is fine.
+    """
+    real = os.path.realpath(os.path.expanduser(given))
+    shown = given if real == given else f"{given} (which leads to {real})"
+    if real == os.sep:
+        return f"{shown} is the whole filesystem; name the data folder or file instead"
+    home = os.path.realpath(os.path.expanduser("~"))
+    for place, what in _private_places(home):
+        if _inside(place, real):
+            verb = "is" if place == real else "contains"
+            return f"{shown} {verb} {what}; name the data folder or file inside it instead"
+    for private in [*(os.path.join(home, name) for name in PRIVATE_HOME_FOLDERS), _jupyter_runtime_dir()]:
+        if private and _inside(real, private):
+            return f"{shown} is inside {private}, which holds keys, tokens or kernels' connection files"
+    return None
+
+
+def _private_places(home: str) -> list[tuple[str, str]]:
+    import tempfile
+
+    places = [(home, f"your home folder {home}"), (tempfile.gettempdir(), "the temporary folder, where "
+              "kernels keep their sockets and connection files"), ("/run", "/run, the runtime folders of "
+              "every user and service")]
+    runtime = _jupyter_runtime_dir()
+    if runtime:
+        places.append((runtime, f"the Jupyter runtime folder {runtime} (every kernel's connection file)"))
+    return [(os.path.realpath(p), what) for p, what in places if p and p != os.sep]
+
+
+def _jupyter_runtime_dir() -> str | None:
     try:
         from jupyter_core.paths import jupyter_runtime_dir
 
-        runtime = jupyter_runtime_dir()
-        if os.path.isdir(runtime) and not any(_inside(runtime, r) for r in roots):
-            roots.append(runtime)
-    except Exception:  # jupyter_core missing or broken: the defaults above still hide its usual places
-        pass
-    return [r for r in roots if os.path.isdir(r)]
+        return jupyter_runtime_dir()
+    except Exception:  # jupyter_core missing or broken: the home and /tmp still cover its usual places
+        return None
 
 
 def _inside(path: str, root: str) -> bool:
@@ -155,28 +238,32 @@ def bwrap_command(
     runtime_dir: str,
     env: Mapping[str, str],
     readable: Iterable[str] = (),
-    workdir_bytes: int = WORKDIR_BYTES,
+    scratch: Scratch = Scratch.within(0),
 ) -> list[str]:
     """``kernel_argv`` wrapped in a bubblewrap sandbox (see the module docstring)."""
     bwrap = shutil.which("bwrap")
     if bwrap is None:
         raise KernelError(f"A sandbox was asked for, but bubblewrap is not installed: {INSTALL_HINT}.")
-    readable = [os.path.realpath(os.path.expanduser(p)) for p in readable]
-    missing = [p for p in readable if not os.path.exists(p)]
-    if missing:
-        raise KernelError(f"Readable path(s) not found: {', '.join(missing)}.")
+    readable = check_readable(readable)
     hidden = _hidden_roots()
     argv = [bwrap, *_namespaces(), "--die-with-parent", "--new-session", "--ro-bind", "/", "/",
-            "--proc", "/proc", "--dev", "/dev"]
-    for root in hidden:
-        argv += ["--tmpfs", root]
-    for path in _needed_read_only(hidden, []):
+            "--proc", "/proc", "--dev", "/dev", *_tmpfs("/dev/shm", scratch.shm)]
+    for root in hidden:  # empty in the sandbox; all but /tmp are made read-only below
+        argv += _tmpfs(root, scratch.tmp if root == "/tmp" else 0)
+    for path in [*_needed_read_only(hidden, []), *readable]:
         argv += ["--ro-bind", path, path]
-    for path in readable:
-        argv += ["--ro-bind", path, path]
-    argv += ["--bind", runtime_dir, runtime_dir]  # the kernel's sockets, connection file, handed-over data
-    argv += ["--size", str(workdir_bytes), "--tmpfs", workdir, "--chmod", "0777", workdir, "--chdir", workdir,
-             "--clearenv"]
+    # Read-only: the connection file and the variables handed over; the sockets are made inside.
+    argv += ["--ro-bind", runtime_dir, runtime_dir, "--dir", SOCKETS_DIR]
+    argv += [*_tmpfs(workdir, scratch.workdir), "--chmod", "0777", workdir, "--chdir", workdir]
+    for root in [*(r for r in hidden if r != "/tmp"), "/dev"]:
+        argv += ["--remount-ro", root]
+    argv += ["--clearenv"]
     for key, value in sorted(sandbox_environment(env, workdir).items()):
         argv += ["--setenv", key, value]
     return [*argv, "--", *kernel_argv]
+
+
+def _tmpfs(path: str, size: int) -> list[str]:
+    """An empty in-memory folder at ``path``, capped at ``size`` bytes (0: uncapped, for one
+    that is made read-only)."""
+    return [*(["--size", str(size)] if size else []), "--tmpfs", path]
