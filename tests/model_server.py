@@ -12,20 +12,31 @@ each fault a shared server has is one ``mode``:
 ``ended``        a few words, then a clean end without ``finish_reason`` or ``[DONE]``
 ``error``        a few words, then an error event in the stream (as vLLM sends when it fails mid-reply)
 
+and a server gone wrong streams without end, until the client hangs up or the server stops:
+
+``drip``         an endless reply, one byte per ``delay_s``: every read gets a byte in time, the reply never ends
+``long_line``    one line without end, 64 KiB chunks as fast as the socket takes them
+``chatter``      endless SSE comment lines (``: keep-alive``), as fast as the socket takes them
+``no_stop``      words without end, whatever ``max_tokens`` says
+
 A request for a model other than ``model`` gets vLLM's 404, and a wrong ``Authorization``
 header (when ``key`` is set) a 401. Every request body and header is kept in ``requests``.
 """
 
 from __future__ import annotations
 
+import itertools
 import json
 import re
 import socket
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import suppress
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
+
+ENDLESS = ("drip", "long_line", "chatter", "no_stop")
 
 
 def free_port() -> int:
@@ -42,6 +53,7 @@ class ModelServer:
         self.requests: list[dict[str, Any]] = []
         self._served = 0
         self._lock = threading.Lock()
+        self.stopped = threading.Event()  # ends the endless modes' replies
         self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), _handler(self))
         self.httpd.daemon_threads = True
         self.thread = threading.Thread(target=self.httpd.serve_forever, daemon=True)
@@ -55,6 +67,7 @@ class ModelServer:
         return self
 
     def __exit__(self, *exc: Any) -> None:
+        self.stopped.set()
         self.httpd.shutdown()
         self.httpd.server_close()
 
@@ -127,6 +140,9 @@ def _handler(server: ModelServer) -> type[BaseHTTPRequestHandler]:
             self.send_header("Content-Type", "text/event-stream")
             self.send_header("Transfer-Encoding", "chunked")
             self.end_headers()
+            if server.mode in ENDLESS:
+                self._endless(n)
+                return
             if server.mode == "slow":
                 time.sleep(server.delay_s)
             for step in range(max(map(len, rows))):
@@ -150,5 +166,26 @@ def _handler(server: ModelServer) -> type[BaseHTTPRequestHandler]:
             self._event({"choices": [], "usage": {"prompt_tokens": 17, "completion_tokens": tokens}})
             self._event(b"[DONE]")
             self._chunk(b"")
+
+        def _endless(self, n: int) -> None:
+            self.close_connection = True
+            with suppress(OSError):  # the client hung up (or cut the connection): this reply is over
+                for piece in self._endless_pieces(n):
+                    if server.stopped.is_set():
+                        return
+                    self._chunk(piece)
+                    time.sleep(server.delay_s)
+
+        def _endless_pieces(self, n: int) -> Iterator[bytes]:
+            words = [b"data: " + json.dumps({"object": "chat.completion.chunk", "choices": [
+                {"index": index, "delta": {"content": "word "}, "finish_reason": None}]}).encode() + b"\n\n"
+                     for index in range(n)]
+            if server.mode == "drip":
+                return (bytes([byte]) for byte in itertools.cycle(b"".join(words)))
+            if server.mode == "long_line":
+                return itertools.repeat(b"x" * 65536)
+            if server.mode == "chatter":
+                return itertools.repeat(b": keep-alive\n" * 4096)
+            return itertools.cycle(words)
 
     return Handler

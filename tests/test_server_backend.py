@@ -7,6 +7,7 @@ import os
 import subprocess
 import sys
 import time
+import tracemalloc
 
 import pytest
 
@@ -130,6 +131,59 @@ def test_an_error_in_the_middle_of_a_stream_is_passed_on_in_one_line():
         server.mode = "error"
         with pytest.raises(ModelServerError, match=r"^The model server stopped with an error: CUDA out of memory$"):
             backend(server).generate([{"role": "user", "content": "q"}])
+
+
+@pytest.mark.parametrize("drip_s, limits, deadline", [
+    (0.2, {"deadline_s": 2.0}, r"2 s \(the most one reply may take\)"),
+    # Bytes within the 10 s read timeout but the next one after the deadline: the watchdog cuts the read.
+    (1.5, {"deadline_s": 2.0, "timeout_s": 10.0}, r"2 s \(the most one reply may take\)"),
+    # By default the deadline is 10 read timeouts, and the message says so.
+    (0.02, {"timeout_s": 0.25}, r"2.5 s \(the most one reply may take, 10 times --server-timeout\)"),
+], ids=["byte-every-0.2s", "byte-every-1.5s", "default-deadline"])
+def test_a_server_that_drips_bytes_is_stopped_at_the_deadline(drip_s, limits, deadline):
+    with ModelServer([PROGRAM]) as server:
+        server.mode, server.delay_s = "drip", drip_s
+        model = backend(server, **limits)
+        start = time.perf_counter()
+        with pytest.raises(ModelServerError, match=rf"^The model server at {server.url} did not finish within "
+                                                   rf"{deadline}\. It may be .* allow longer with --server-timeout\.$"):
+            model.generate([{"role": "user", "content": "q"}])
+        elapsed = time.perf_counter() - start
+    assert model.call_deadline_s - 0.1 < elapsed < model.call_deadline_s + 0.8
+
+
+def test_one_endless_line_is_an_error_at_its_cap_not_a_buffer_without_end():
+    with ModelServer([PROGRAM]) as server:
+        server.mode = "long_line"
+        start = time.perf_counter()
+        tracemalloc.start()
+        try:
+            with pytest.raises(ModelServerError, match=r"sent a line longer than 1 MiB.*OpenAI-compatible"):
+                backend(server).generate([{"role": "user", "content": "q"}])
+            peak = tracemalloc.get_traced_memory()[1]
+        finally:
+            tracemalloc.stop()
+    assert time.perf_counter() - start < 3.0 and peak < 16 * 2**20
+
+
+def test_a_reply_of_endless_chatter_is_an_error_at_the_byte_cap():
+    with ModelServer([PROGRAM]) as server:
+        server.mode = "chatter"
+        start = time.perf_counter()
+        with pytest.raises(ModelServerError, match=r"sent more than 8 MiB for one reply.*nothing was kept"):
+            backend(server).generate([{"role": "user", "content": "q"}], GenerationOptions(max_new_tokens=20))
+    assert time.perf_counter() - start < 3.0
+
+
+def test_a_server_that_ignores_max_tokens_is_stopped_at_the_token_cap():
+    streamed = []
+    with ModelServer([PROGRAM]) as server:
+        server.mode = "no_stop"
+        with pytest.raises(ModelServerError, match=r"sent more than 56 pieces of text where 1 x 20 tokens were "
+                                                   r"asked for: it ignores max_tokens\. Nothing was kept"):
+            backend(server).generate([{"role": "user", "content": "q"}], GenerationOptions(max_new_tokens=20),
+                                     on_token=streamed.append)
+    assert server.requests[0]["body"]["max_tokens"] == 20 and len(streamed) == 57
 
 
 def test_server_sources_parse_and_read_the_environment(monkeypatch):
