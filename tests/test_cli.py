@@ -10,9 +10,12 @@ import time
 import psutil
 import pytest
 
+from model_server import ModelServer
 from pal_jupyter.benchmark.runner import Config, format_summaries, run_benchmark, summarize
 from pal_jupyter import KernelPool, ScriptedBackend
-from pal_jupyter.engine import reasoning
+from pal_jupyter.backends.huggingface import GPU_DEVICE_FILES
+from pal_jupyter.engine import isolation, reasoning
+from pal_jupyter.kernels import sandbox
 
 
 def run_cli(*args, env=None, timeout=300):
@@ -126,6 +129,84 @@ def test_models_lists_both_presets():
     result = run_cli("models")
     assert result.returncode == 0
     assert "qwen2.5-coder-1.5b [default]" in result.stdout and "qwen2.5-coder-0.5b [lite]" in result.stdout
+
+
+DOCTOR_LINES = ["pal-jupyter", "python", "platform", "cpu flags", "model", "backend", "device", "dtype", "isolation",
+                "bubblewrap", "user namespaces", "cgroup pids", "jupyter runtime dir", "summary"]
+
+
+def doctor(env=None):
+    """``pal-jupyter doctor``: its exit status and its lines as {name: value}, in order."""
+    result = run_cli("doctor", env=env, timeout=60)
+    assert "Traceback" not in result.stderr and result.returncode in (0, 1), result.stderr
+    lines = dict(line.split(": ", 1) for line in result.stdout.splitlines())
+    return result.returncode, lines
+
+
+def test_doctor_reports_the_machine_one_line_each_without_loading_anything():
+    code, lines = doctor()
+    assert list(lines) == DOCTOR_LINES
+    assert lines["python"].startswith(".".join(map(str, sys.version_info[:3])))
+    assert lines["cpu flags"] == "unknown" or lines["cpu flags"].startswith("avx2 ")
+    assert lines["backend"].split()[0] in ("llamacpp", "torch")
+    assert code == (1 if "cannot run as it is" in lines["summary"] else 0)  # 1 only for a problem
+    if sandbox.bubblewrap_problem() is None:
+        assert lines["isolation"] == "sandbox (auto: bubblewrap works here)" and lines["user namespaces"] == "ok"
+        version = subprocess.run(["bwrap", "--version"], capture_output=True, text=True).stdout.strip()
+        assert lines["bubblewrap"].endswith(f"({version})")
+
+
+def test_doctor_exits_1_when_the_model_it_would_use_is_missing(tmp_path):
+    code, lines = doctor({**os.environ, "PAL_JUPYTER_MODEL": str(tmp_path / "gone")})
+    assert code == 1 and lines["model"] == f"{tmp_path / 'gone'}: no such file or folder"
+    assert lines["summary"].startswith("1 problem (model)") and lines["summary"].endswith("cannot run as it is")
+
+
+def test_doctor_does_not_import_torch_without_a_gpu_driver():
+    # Importing torch takes seconds; without a GPU driver it is not needed to know the device is the CPU.
+    if any(os.path.exists(p) for p in GPU_DEVICE_FILES):
+        pytest.skip("a GPU driver is present: torch is what says whether the GPU is usable")
+    code = ("import sys; from pal_jupyter.cli.commands import main; main(['doctor']); "
+            "print('torch imported:', 'torch' in sys.modules)")
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+    assert result.stdout.splitlines()[-1] == "torch imported: False", result.stdout + result.stderr
+
+
+def without_bubblewrap(tmp_path):
+    """An environment whose PATH holds no bwrap (an empty folder): isolation auto must fall back."""
+    return {**os.environ, "PATH": str(tmp_path)}
+
+
+def test_without_bubblewrap_doctor_warns_and_still_exits_0_for_the_sandbox(tmp_path):
+    code, lines = doctor(without_bubblewrap(tmp_path))
+    assert lines["bubblewrap"] == "not found on PATH"
+    assert lines["isolation"].startswith("process (auto): programs run as plain processes (no sandbox) because "
+                                         "bubblewrap (bwrap) is not installed; to get the sandbox, install bubblewrap")
+    assert "warning (isolation)" in lines["summary"]
+    assert code == (1 if "problem" in lines["summary"] else 0)
+
+
+def test_without_bubblewrap_a_run_says_once_that_programs_run_as_plain_processes(tmp_path):
+    env = without_bubblewrap(tmp_path)
+    with ModelServer(["```python\nprint(6 * 7)\n```"]) as server:
+        def ask(*options):
+            return run_cli("ask", "--no-trace", "--quiet", "--samples", "1", "--model", f"openai:tiny@{server.url}",
+                           *options, "What is 6 times 7?", env=env, timeout=120)
+
+        fallback, chosen = ask(), ask("--isolation", "process")
+    for result in (fallback, chosen):
+        assert result.returncode == 0 and "Answer: 42" in result.stdout, result.stderr
+    warnings = [line for line in fallback.stderr.splitlines() if "warning" in line]
+    assert len(warnings) == 1 and warnings[0].startswith(
+        "pal-jupyter: warning: programs run as plain processes (no sandbox) because bubblewrap (bwrap) is not "
+        "installed; to get the sandbox, install bubblewrap"), fallback.stderr
+    assert "warning" not in chosen.stderr, chosen.stderr  # --isolation process was chosen: nothing to warn about
+
+
+def test_fallback_note_only_for_auto_without_a_working_sandbox(monkeypatch, tmp_path):
+    monkeypatch.setenv("PATH", str(tmp_path))
+    assert "because bubblewrap (bwrap) is not installed" in isolation.fallback_note("auto")
+    assert isolation.fallback_note("process") is None and isolation.fallback_note("sandbox") is None
 
 
 def test_leti_export_of_a_trace(tmp_path):

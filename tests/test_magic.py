@@ -59,8 +59,8 @@ def kernel():
 def test_pal_cell_shows_widget_with_fallbacks_and_inserts_the_program(kernel):
     reply, outputs = kernel.run("%%pal\nWhat is the total of sales times rate?")
     assert reply["status"] == "ok"
-    displays = [o for o in outputs if o["output_type"] == "display_data"]
-    assert displays and "application/vnd.jupyter.widget-view+json" in displays[0]["data"]
+    displays = [o for o in outputs if o["output_type"] == "display_data"]  # a no-sandbox notice may come first
+    assert any("application/vnd.jupyter.widget-view+json" in o["data"] for o in displays)
     final = [o for o in outputs if o["output_type"] == "update_display_data"][-1]["data"]
     assert "Answer: 12" in final["text/plain"] and "Answer: 12" in final["text/html"]
     payload = [p for p in reply["payload"] if p["source"] == "set_next_input"]
@@ -255,3 +255,25 @@ def test_an_extension_loaded_by_the_profile_does_not_multiply_child_kernels(tmp_
         assert len(user.child_kernels()) == 1
     finally:
         user.close()
+
+
+def test_without_a_sandbox_the_first_cell_says_so_once(tmp_path):
+    # No bwrap on PATH: isolation "auto" falls back to plain processes, and the notebook must say so,
+    # once per session (not in every cell), and not at all when "process" is the user's own choice.
+    kernel = UserKernel(env={"PATH": str(tmp_path)})
+    try:
+        reply, outputs = kernel.run(SETUP)
+        assert reply["status"] == "ok", text_of(outputs)
+        notices = []
+        for options in ("--isolation process", "", ""):
+            reply, outputs = kernel.run(f"%%pal --no-insert {options}\nWhat is the total of sales times rate?")
+            assert reply["status"] == "ok", text_of(outputs)
+            assert "Answer: 12" in text_of(outputs)
+            notices.append([o["data"] for o in outputs
+                            if o["output_type"] == "display_data" and "pal-notice" in o["data"].get("text/html", "")])
+    finally:
+        kernel.close()
+    assert [len(shown) for shown in notices] == [0, 1, 0]
+    text = notices[1][0]["text/plain"]
+    assert text.startswith("Programs run as plain processes (no sandbox) because bubblewrap (bwrap) is not installed")
+    assert "sudo apt-get install bubblewrap" in text and "\n" not in text

@@ -1,4 +1,4 @@
-"""The ``pal-jupyter`` command: ask, bench, collect, train, compare, leti, models, report, serve."""
+"""The ``pal-jupyter`` command: ask, bench, collect, train, compare, leti, models, doctor, report, serve."""
 
 from __future__ import annotations
 

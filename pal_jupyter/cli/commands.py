@@ -1,4 +1,4 @@
-"""The ``pal-jupyter`` command: ask, bench, collect, train, compare, leti, models, report, serve."""
+"""The ``pal-jupyter`` command: ask, bench, collect, train, compare, leti, models, doctor, report, serve."""
 
 from __future__ import annotations
 
@@ -16,6 +16,7 @@ from ..backends import choose_runtime, load_model, presets
 from ..backends.huggingface import resolve_device, resolve_dtype
 from ..engine import prompts
 from ..engine.console import ConsoleObserver
+from ..engine.isolation import fallback_note
 from ..engine.loop import solve
 from ..engine.options import OPTIONS, Settings
 from ..engine.records import to_jsonable
@@ -57,7 +58,7 @@ def _add_engine_options(parser: argparse.ArgumentParser, *, compare: bool = Fals
     :data:`COMPARED` take comma-separated lists."""
     also = " (several, comma-separated, are compared side by side)"
     for name, option in OPTIONS.items():
-        default = os.environ.get("PAL_JUPYTER_MODEL", option.default) if name == "model" else option.default
+        default = default_model() if name == "model" else option.default
         if compare and name in COMPARED:
             parser.add_argument(*option.flags, option.flag, dest=name, type=_listed(option.parse), default=[default],
                                 metavar=name.upper(), help=option.help + also)
@@ -69,6 +70,11 @@ def _add_engine_options(parser: argparse.ArgumentParser, *, compare: bool = Fals
         parser.add_argument("--data-guard", default=[True], type=_listed(_on_off),
                             help="on: refuse programs that overwrite the data handed over (as users get); "
                                  "off: run them, to measure what the guard prevents" + also)
+
+
+def default_model() -> str:
+    """The model a command uses when none is given: $PAL_JUPYTER_MODEL, else the default preset."""
+    return os.environ.get("PAL_JUPYTER_MODEL", OPTIONS["model"].default)
 
 
 def _settings(args: argparse.Namespace, **override: Any) -> Settings:
@@ -146,6 +152,9 @@ def build_parser() -> argparse.ArgumentParser:
 
     commands.add_parser("models", help="list the offline presets and whether they are installed")
 
+    commands.add_parser("doctor", help="check this machine in a second: model, runtime, device, sandbox, "
+                                       "cgroups (no model is loaded)")
+
     report = commands.add_parser("report", help="build a teacher's HTML report from a folder of class logs")
     report.add_argument("logdir", help="folder of per-student JSONL class logs (TeacherPolicy.log_dir)")
     report.add_argument("--out", default="report.html", help="HTML file to write (default: report.html)")
@@ -177,7 +186,7 @@ def cmd_ask(args: argparse.Namespace) -> int:
     settings = _settings(args)
     observer = ConsoleObserver(stream_tokens=not args.quiet)
     trace = None if args.no_trace else TraceWriter(args.trace or default_trace_path())
-    with KernelPool(settings.limits()) as pool:  # the kernels warm up while the model loads
+    with _pool(settings) as pool:  # the kernels warm up while the model loads
         backend = _load(settings)
         session = solve(
             question, model=backend, executor=pool, max_attempts=settings.max_attempts, samples=settings.samples,
@@ -187,6 +196,15 @@ def cmd_ask(args: argparse.Namespace) -> int:
     if args.json:
         print(json.dumps(to_jsonable(session), indent=2, default=str))
     return 0 if session.succeeded else 1
+
+
+def _pool(settings: Settings, warm: int = 1) -> KernelPool:
+    """The warm kernel pool of a command. Where ``auto`` found no working sandbox, one line on stderr
+    says that the model's programs run as plain processes, and why: never a silent downgrade."""
+    note = fallback_note(settings.isolation)
+    if note:
+        print(f"pal-jupyter: warning: {note}", file=sys.stderr, flush=True)
+    return KernelPool(settings.limits(), warm=warm)
 
 
 def _text_argument(text: str) -> str:
@@ -242,7 +260,7 @@ def cmd_bench(args: argparse.Namespace) -> int:
 
     for config in configs:  # load up front: loading is not part of any question's time
         backend_for(config)
-    with KernelPool(settings.limits(), warm=max(args.samples)) as pool:
+    with _pool(settings, warm=max(args.samples)) as pool:
         trace = TraceWriter(args.trace) if args.trace else None
         results = []
         progress = tqdm(total=len(rows) * len(configs), desc="questions", unit="q")
@@ -313,7 +331,7 @@ def cmd_collect(args: argparse.Namespace) -> int:
                                  adapter=settings.adapter, samples=settings.samples,
                                  max_attempts=settings.max_attempts, temperature=settings.temperature,
                                  max_new_tokens=settings.max_new_tokens, timeout=settings.timeout)
-    with KernelPool(settings.limits(), warm=settings.samples) as pool:
+    with _pool(settings, warm=settings.samples) as pool:
         backend = _load(settings)
         bar = tqdm(total=len(rows), desc="questions", unit="q")
 
@@ -403,6 +421,12 @@ def cmd_models(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_doctor(args: argparse.Namespace) -> int:
+    from .doctor import run_doctor
+
+    return run_doctor(default_model())
+
+
 def cmd_report(args: argparse.Namespace) -> int:
     from ..classroom.report import build_report  # pandas and matplotlib load only for this command
 
@@ -437,14 +461,14 @@ def cmd_serve(args: argparse.Namespace) -> int:
 
 
 def main(argv: list[str] | None = None) -> int:
-    """Run a command. Exit status: 0 done, 1 no working program (``ask``), 2 a usage problem or an
-    expected failure (one line, no traceback), 130 interrupted, 70 an unexpected error (one line
-    naming the file that holds its traceback)."""
+    """Run a command. Exit status: 0 done, 1 no working program (``ask``) or something needed that
+    does not work (``doctor``), 2 a usage problem or an expected failure (one line, no traceback),
+    130 interrupted, 70 an unexpected error (one line naming the file that holds its traceback)."""
     args = build_parser().parse_args(argv)
     logging.basicConfig(level=logging.INFO if args.verbose else logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
     handler = {"ask": cmd_ask, "bench": cmd_bench, "collect": cmd_collect, "train": cmd_train,
-               "compare": cmd_compare, "leti": cmd_leti, "models": cmd_models, "report": cmd_report,
-               "serve": cmd_serve}[args.command]
+               "compare": cmd_compare, "leti": cmd_leti, "models": cmd_models, "doctor": cmd_doctor,
+               "report": cmd_report, "serve": cmd_serve}[args.command]
     try:
         return handler(args)
     except PalError as exc:

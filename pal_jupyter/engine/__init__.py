@@ -4,6 +4,7 @@
 worked programs) and ``data_examples`` <- ``prompts``, ``extraction``,
 ``vote``, ``trace`` <- ``loop`` (:func:`solve`, the one repair loop every face calls) <-
 ``console`` (a terminal view of it) and ``options`` (settings shared by the notebook and CLI).
+``isolation`` says, for both faces, when programs run without the sandbox ``auto`` wanted.
 """
 
 from .loop import DEFAULT_SAMPLES, MAX_SAMPLES, SolveObserver, solve

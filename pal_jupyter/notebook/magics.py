@@ -126,6 +126,7 @@ class PalMagics(Magics):
                              "for example: How far does a train go at 60 mph in 2.5 hours?")
         with _one_line_errors():
             request = self.runtime.resolve(args, question)
+            self.runtime.announce_isolation(request.settings)
             {"assist": assist.ask, "tutor": tutoring.run_tutor, "check": tutoring.run_check}[request.mode](
                 self.runtime, request)
 

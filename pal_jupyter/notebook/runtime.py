@@ -15,9 +15,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from IPython.display import display
+
 from ..backends import ModelBackend, load_model
 from ..classroom.classlog import ClassLog
 from ..classroom.policy import TeacherPolicy
+from ..engine.isolation import fallback_note
 from ..engine.loop import SolveObserver, solve
 from ..engine.options import OPTIONS, Settings
 from ..engine.records import Attempt, Session
@@ -26,6 +29,7 @@ from ..errors import PalError, PolicyError, SettingError
 from ..kernels import KernelPool
 from . import cells
 from .variables import data_namespace, mentioned_variables, named_variables
+from .widgets import notice_bundle
 
 log = logging.getLogger(__name__)
 
@@ -67,6 +71,7 @@ class NotebookRuntime:
         self._classlog: ClassLog | None = None
         self._pool: KernelPool | None = None
         self._pool_lock = threading.Lock()
+        self._notices: set[str] = set()  # the notices already shown in this session
 
     # ------------------------------------------------------------------ lifecycle
 
@@ -193,6 +198,15 @@ class NotebookRuntime:
     def _allowed(self, name: str, value: Any) -> Any:
         """``value`` if the notebook may set ``name`` to it; PolicyError (one line) if the policy locks it."""
         return self.policy.check_override(name, value)
+
+    def announce_isolation(self, settings: Settings) -> None:
+        """Say, above the cell's output, that programs run without the sandbox ``auto`` wanted, and why:
+        once per session (every cell would be noise), again only if the reason changes."""
+        note = fallback_note(settings.isolation)
+        if note is None or note in self._notices:
+            return
+        self._notices.add(note)
+        display(notice_bundle(note[0].upper() + note[1:]), raw=True)
 
     # ------------------------------------------------------------------ the engine
 

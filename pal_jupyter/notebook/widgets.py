@@ -186,6 +186,13 @@ def summary_html(session: Session | None, question: str, status: str, finished: 
     return "\n".join(parts)
 
 
+def notice_bundle(text: str) -> dict[str, str]:
+    """A one-line notice of its own above a cell's output (no sandbox ...), readable in every frontend
+    and in saved notebooks."""
+    return {"text/plain": text,
+            "text/html": f"{STYLE}<div class='pal-doubt pal-check pal-notice'>{html.escape(text)}</div>"}
+
+
 def reasoning_html(text: str) -> str:
     """The answer worked out in words, folded: it explains the program that follows it."""
     if not text.strip():
