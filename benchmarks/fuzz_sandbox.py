@@ -14,6 +14,8 @@ candidates of one question do. Printed at the end:
 * hangs: runs still going 5 s after the timeout plus the grace period, the time allowed to kill
   and reap a kernel (must be 0), and the slowest run;
 * files left behind in the temp folder, the canary folder and the current folder (must be 0);
+* escapes: programs that printed this process's secret (an environment variable of ours, which
+  the kernel's launch would copy were it not scrubbed), e.g. from ``/proc/*/environ`` (must be 0);
 * harms to the "user's kernel", this process: its canary file and environment changed, a
   process left running (must be 0).
 """
@@ -65,7 +67,17 @@ DESTRUCTIVE = [
     "import sys\nsys.setrecursionlimit(10**6)\ndef g(n): return g(n+1)\ng(0)",
     "import threading\nfor _ in range(5000): threading.Thread(target=lambda: __import__('time').sleep(60)).start()",
     "import os\nos.chdir('/')\nopen('pwned', 'w')",
+    # Secrets of other processes, every writable place filled with many files, the host folder that
+    # holds the kernel's connection file, and a detached child of a kernel that kills itself.
+    "import glob\nfor p in glob.glob('/proc/[0-9]*/environ'):\n    try: print(open(p, 'rb').read())\n"
+    "    except OSError: pass",
+    "for i in range(100000):\n    open(f'/tmp/fill-{i}', 'wb').write(b'0' * 1048576)",
+    "for i in range(100000):\n    open(f'/dev/shm/fill-{i}', 'wb').write(b'0' * 1048576)",
+    "import os\nfrom ipykernel import get_connection_file\nd = os.path.dirname(get_connection_file())\n"
+    "for i in range(100000):\n    open(os.path.join(d, f'fill-{i}'), 'wb').write(b'0' * 1048576)",
+    "import os, subprocess\nsubprocess.Popen(['sleep', '120'], start_new_session=True)\nos.kill(os.getpid(), 9)",
 ]
+SECRET = "must-not-leak-or-change"
 MUTATIONS = ("drop", "swap", "operator", "destructive", "destructive", "keep")
 
 
@@ -110,12 +122,12 @@ def main() -> None:
     canary_dir = Path(tempfile.mkdtemp(prefix="fuzz-canary-"))
     canary = canary_dir / "canary.txt"
     canary.write_text("intact")
-    os.environ["FUZZ_SECRET_TOKEN"] = "must-not-change"
+    os.environ["FUZZ_SECRET_TOKEN"] = SECRET  # what the kernel's launch would copy, were it not scrubbed
     temp_before = set(os.listdir(tempfile.gettempdir()))
     cwd_before = set(os.listdir("."))
     programs = base_programs(args.programs_from)
     outcomes: Counter[str] = Counter()
-    hangs, slowest, started = 0, 0.0, time.perf_counter()
+    hangs, escapes, slowest, started = 0, 0, 0.0, time.perf_counter()
     limits = ExecutorLimits(timeout_s=TIMEOUT_S, grace_s=GRACE_S, isolation=args.isolation,
                             max_output_bytes=200_000, warm_imports=("numpy",))
     with KernelPool(limits, warm=5) as pool:
@@ -130,6 +142,7 @@ def main() -> None:
                 duration = getattr(result, "duration_s", 0.0)
                 slowest = max(slowest, duration)
                 hangs += duration > TIMEOUT_S + GRACE_S + KILL_S
+                escapes += SECRET in getattr(result, "stdout", "") + getattr(result, "stderr", "")
             done += len(batch)
             if done % 100 == 0:
                 print(f"{done} programs, {time.perf_counter() - started:.0f} s, last batch {batch_seconds:.1f} s, "
@@ -141,7 +154,7 @@ def main() -> None:
     harms = []
     if canary.read_text() != "intact" or sorted(os.listdir(canary_dir)) != ["canary.txt"]:
         harms.append("canary changed")
-    if os.environ.get("FUZZ_SECRET_TOKEN") != "must-not-change":
+    if os.environ.get("FUZZ_SECRET_TOKEN") != SECRET:
         harms.append("environment changed")
     if alive:
         harms.append(f"{len(alive)} process(es) left: {alive}")
@@ -151,6 +164,7 @@ def main() -> None:
           f"(slowest run {slowest:.1f} s, limit {TIMEOUT_S + GRACE_S:.0f} s)")
     print(f"files left behind: {len(temp_left)} in {tempfile.gettempdir()} {temp_left[:5]}, "
           f"{len(leftovers(Path('.'), cwd_before))} here")
+    print(f"escapes (a program printed the parent's secret): {escapes}")
     print(f"harms to this process (the user's kernel): {len(harms)} {harms}")
 
 

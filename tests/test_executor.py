@@ -424,3 +424,19 @@ def test_the_child_kernel_reads_no_ipython_configuration(tmp_path: Path, monkeyp
         code = ("print(sorted(n for n in globals() if n.startswith('FROM_')), "
                 "'pal_jupyter' in get_ipython().extension_manager.loaded)")
         assert pool.run(code).stdout == "[] False\n"
+
+
+def test_a_kernel_whose_parent_is_gone_before_it_starts_ends_by_itself(tmp_path: Path) -> None:
+    """A pool may start a kernel just as its owner exits: the launcher's keeper is then an orphan
+    from its first moment, and must end (with its kernel) instead of waiting for a parent to die."""
+    gone = subprocess.Popen([sys.executable, "-c", "pass"])
+    gone.wait()  # a pid that was the parent and is no more
+    env = {**os.environ, "JPY_PARENT_PID": str(gone.pid), "PYTHONPATH": str(ROOT)}
+    keeper = subprocess.Popen([sys.executable, "-m", LAUNCHER, "-f", str(tmp_path / "kernel.json")], env=env,
+                              stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        keeper.wait(timeout=20)  # it ends once it looks (after forking the kernel, which it ends too)
+    finally:
+        keeper.kill()
+    assert keeper.returncode is not None
+    assert [p for p in psutil.Process().children(recursive=True) if LAUNCHER in " ".join(p.cmdline())] == []

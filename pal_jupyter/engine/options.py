@@ -156,7 +156,8 @@ OPTIONS: dict[str, Option] = {o.name: o for o in (
            "vote; not for --use data) or off", choices=SECOND_OPINIONS),
     Option("max_attempts", int, 3, "attempts per question, repairs included", flags=("-n",), low=1, high=10),
     Option("timeout", float, 30.0, "seconds a program may run", flags=("-t",), above=0, high=3600),
-    Option("memory_gib", float, 2.0, "address-space limit of the program's kernel, in GiB", low=1.5, high=4096),
+    Option("memory_gib", float, 2.0, "memory limit of the program's kernel, in GiB (its address space; in the "
+           "sandbox a quarter of it is the in-memory folders it may write to)", low=1.5, high=4096),
     Option("isolation", str, "auto", "where programs run: sandbox (bubblewrap: no network, no files but their own), "
            "process (a plain child process), or auto (the sandbox where it works)",
            choices=("auto", "sandbox", "process")),

@@ -108,7 +108,7 @@ def adopt_orphans() -> None:
         pass
 
 
-def keep(kernel: int, poll_s: float = KEEPER_POLL_S) -> NoReturn:
+def keep(kernel: int, parent: int, poll_s: float = KEEPER_POLL_S) -> NoReturn:
     """Stay beside the kernel as the root of its process tree, and end the whole tree with it.
 
     This process is the subreaper of everything below it, so a program's detached processes
@@ -116,13 +116,12 @@ def keep(kernel: int, poll_s: float = KEEPER_POLL_S) -> NoReturn:
     ends, and this process exits as the kernel did, when:
 
     * the kernel exits (the program killed it, it crashed, it was shut down);
-    * our parent, the process that started the kernel (the user's kernel, the CLI), dies, even by
-      ``kill -9``: nothing would be left to clean up after us;
+    * ``parent``, the process that started the kernel (the user's kernel, the CLI), dies, even by
+      ``kill -9``, or is gone before we look: nothing would be left to clean up after us;
     * SIGTERM arrives. SIGINT is for the kernel (an interrupt reaches the whole process group).
     """
     from .processes import kill_descendants
 
-    parent = os.getppid()
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     signal.signal(signal.SIGTERM, lambda *_: _end_tree(kill_descendants, signal.SIGTERM))
     while True:
@@ -183,15 +182,16 @@ def main(argv: list[str] | None = None) -> None:
     args, kernel_argv = _parse_args(sys.argv[1:] if argv is None else argv)
     apply_limits(args.memory_bytes, args.cpu_seconds, args.file_bytes, args.open_files, args.processes)
     # The keeper below watches our parent; ipykernel's own parent poller would race it (and the
-    # variable would show the program the pid of the user's kernel).
-    os.environ.pop("JPY_PARENT_PID", None)
+    # variable would show the program the pid of the user's kernel). jupyter_client sets it to the
+    # pid of the process that started us, which may already be gone by now (then getppid() is 1).
+    parent = int(os.environ.pop("JPY_PARENT_PID", "0") or 0) or os.getppid()
     adopt_orphans()
     kernel = os.fork()
     if kernel == 0:
         enable_crash_traces()
         _plain_kernel_app().launch_instance(argv=kernel_argv)
         return
-    keep(kernel)
+    keep(kernel, parent)
 
 
 if __name__ == "__main__":
