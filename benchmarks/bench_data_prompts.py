@@ -12,7 +12,10 @@ child kernel with the frames it was given. Prompts:
   examples every question used before; ``data-3shot``: the data prompt's three fixed examples;
   ``data-similar``: those, then the two pandas idioms most like the question (the default); ``data-0shot`` ...);
 * ``plain``: the zero-shot prompt of issue 21's measurement: the frame's dtypes and first 3 rows,
-  then "uses NAME as it is (do not create or load it) and prints just the answer".
+  then "uses NAME as it is (do not create or load it) and prints just the answer";
+* a style with ``+look`` (``data-similar+look``): that style's prompt with what the look at the data
+  printed (``pal_jupyter/engine/data_look.py``; run first in a child kernel, not counted in the time),
+  as the product gives it to the programs written after a weak vote.
 
 Printed: right answers per prompt, and how many programs re-created the data they were given
 (the data guard refuses those; here they simply count as wrong).
@@ -29,7 +32,7 @@ from typing import Any
 from pal_jupyter import KernelPool
 from pal_jupyter.backends import GenerationOptions, load_model
 from pal_jupyter.benchmark.dataframes import suite_rows
-from pal_jupyter.engine import prompts
+from pal_jupyter.engine import data_look, prompts
 from pal_jupyter.engine.extraction import extract_code, replaced_variables
 from pal_jupyter.engine.grading import expected_of, is_correct
 from pal_jupyter.engine.vote import read_answer
@@ -53,7 +56,9 @@ def questions(every: int, offset: int = 0) -> list[dict[str, Any]]:
     return chosen + [six_row_question()] if offset == 0 else chosen  # the six-row question once, not per half
 
 
-def messages(prompt: str, question: str, variables: dict[str, Any]) -> list[dict[str, str]]:
+def messages(prompt: str, question: str, variables: dict[str, Any], look: str | None = None) -> list[dict[str, str]]:
+    if prompt.endswith("+look"):
+        return prompts.pal_messages(question, variables, style=prompt.removesuffix("+look"), look=look)
     if prompt != "plain":
         return prompts.pal_messages(question, variables, style=prompt)
     described = "\n\n".join(f"`{name}` is a pandas DataFrame with {len(frame)} rows. Its columns and dtypes:\n"
@@ -78,9 +83,12 @@ def main() -> None:
     with KernelPool() as pool:
         for index, row in enumerate(questions(args.every, args.offset)):
             variables, expected = row["variables"], expected_of(row)
+            look = None
+            if any(name.endswith("+look") for name in names):
+                look = pool.run(data_look.look_program(row["question"], variables), variables=variables).stdout
             for name in names:
                 start = time.perf_counter()
-                reply = model.generate(messages(name, row["question"], variables), GenerationOptions(temperature=0.0))
+                reply = model.generate(messages(name, row["question"], variables, look), GenerationOptions(temperature=0.0))
                 try:
                     code = extract_code(reply.text).code
                 except NoCodeError:

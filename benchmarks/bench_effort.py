@@ -20,7 +20,7 @@ import json
 from bench_data_prompts import questions, six_row_question
 
 from pal_jupyter import KernelPool
-from pal_jupyter.backends import load_model
+from pal_jupyter.backends import GenerationOptions, load_model
 from pal_jupyter.benchmark.dataframes import suite_rows
 from pal_jupyter.benchmark.runner import Config, format_summaries, run_benchmark, summarize, write_report
 from pal_jupyter.engine.filters import named_values
@@ -35,9 +35,15 @@ def main() -> None:
     parser.add_argument("--trace", help="append every program to this JSONL trace")
     parser.add_argument("--samples", type=int, default=5)
     parser.add_argument("--max-programs", type=int, default=15)
+    parser.add_argument("--seed", type=int, default=None,
+                        help="sampling seed: with several --second-opinion, each starts from the same first programs")
+    parser.add_argument("--second-opinion", default="words",
+                        help="what a weak vote asks for first (for data: a look at the data; off: only more programs); "
+                             "several, comma-separated (off,words), run side by side, question by question")
     parser.add_argument("--out", default="bench-results/effort-dataframes.json")
     args = parser.parse_args()
-    config = Config(samples=args.samples, max_programs=args.max_programs)
+    configs = [Config(samples=args.samples, max_programs=args.max_programs, second_opinion=opinion)
+               for opinion in args.second_opinion.split(",")]
     model = load_model(args.model)
     results = []
     rows = questions(args.every)
@@ -46,15 +52,22 @@ def main() -> None:
                 if not r.get("figure") and named_values(r["question"], r.get("variables"))]
     trace = TraceWriter(args.trace) if args.trace else None
     with KernelPool(warm=args.samples) as pool:
-        for result in run_benchmark(rows, lambda _config: model, pool, [config], trace=trace):
+        for result in run_benchmark(rows, lambda _config: model, pool, configs, trace=trace,
+                                    generation=GenerationOptions(seed=args.seed)):
             results.append(result)
-            print(json.dumps({"question": result.index, "correct": result.correct, "answer": result.answer,
+            print(json.dumps({"question": result.index, "second opinion": result.config.second_opinion,
+                              "correct": result.correct, "answer": result.answer,
                               "stopping at the weak vote": result.plain_vote_correct, "seconds": round(result.seconds, 1),
                               "votes": f"{result.votes}/{result.candidates}", "more": result.more_programs}), flush=True)
-    summary = summarize(results, model=model.name, load_seconds=getattr(model, "load_seconds", 0.0), check_answers=False)
-    summary.update(runtime=getattr(model, "runtime", ""), dtype=getattr(model, "dtype", ""))
-    print(format_summaries([summary]))
-    for path in write_report(args.out, [summary], results):
+    summaries = []
+    for config in configs:
+        summary = summarize([r for r in results if r.config is config], model=model.name,
+                            load_seconds=getattr(model, "load_seconds", 0.0), check_answers=False)
+        summary.update(runtime=getattr(model, "runtime", ""), dtype=getattr(model, "dtype", ""),
+                       second_opinion=config.second_opinion)
+        summaries.append(summary)
+    print(format_summaries(summaries))
+    for path in write_report(args.out, summaries, results):
         print(f"written: {path}")
     if args.trace:
         print(without_the_filter(args.trace, results, args.samples))

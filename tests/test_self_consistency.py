@@ -15,7 +15,7 @@ import pytest
 from pal_jupyter import ExecutorLimits, KernelPool, ScriptedBackend, solve
 from pal_jupyter.engine import reasoning
 from pal_jupyter.engine.loop import SolveObserver
-from pal_jupyter.engine.vote import doubt_message
+from pal_jupyter.engine.vote import doubt_message, effort_note
 from pal_jupyter.backends import GenerationOptions
 from pal_jupyter.engine.trace import read_trace
 
@@ -352,3 +352,44 @@ def test_programs_that_ignore_a_value_the_question_names_are_sent_back(pool):
     assert [a.error_type for a in session.round(1)] == ["IgnoresFilter"] * 5 and session.rounds == 2
     assert "never uses 'West' (a value of sales['region'])" in model.calls[1][-1]["content"]
     assert session.answer == "9" and session.confidence == "high"
+
+
+class _LookRecorder(_Recorder):
+    def __init__(self):
+        super().__init__()
+        self.looks = []
+
+    def looked_at_data(self, session, look):
+        self.looks.append(look)
+
+
+def test_a_weak_vote_on_data_looks_at_the_data_then_writes_more_programs_knowing_it(pool):
+    """Programs about a frame disagree: a look program (written by pal-jupyter, not the model) prints
+    the rows the question names, in a kernel of its own; the next programs' prompt carries its output;
+    the user's frame is unchanged."""
+    import pandas as pd
+
+    sales = pd.DataFrame({"region": ["East", "West", "East", "North", "West", "East"],
+                          "units": [3, 5, 2, 7, 1, 4], "price": [20.0, 15.0, 22.5, 10.0, 30.0, 13.5]})
+    before = sales.copy()
+    first = [fenced("print(sales.units.sum())"), fenced("print(160)"), fenced("print(263)"),
+             fenced("print(sales.loc['East', 'units'])"), fenced("print((sales.units * sales.price)[sales.region == 'East'].sum())")]
+    right = fenced("print((sales.units * sales.price)[sales.region == 'East'].sum())")
+    model = ScriptedBackend(first + [right] * 5)
+    observer = _LookRecorder()
+    question = "What is the total revenue (units times price) of the East region? Print just the number."
+    session = solve(question, model=model, executor=pool, samples=5, observer=observer, variables={"sales": sales})
+    look = session.data_look
+    assert observer.looks == [look] and look.round == 1
+    assert "rows of sales where region == 'East': 3" in look.output and "region values: ['East', 'North', 'West']" in look.output
+    assert model.batch_sizes == [5, 5] and look.output.strip() in model.calls[1][-1]["content"]
+    assert look.output.strip() not in model.calls[0][-1]["content"]
+    assert [w.how for w in session.weak_votes] == ["look"] and session.answer == "159.0"
+    assert "the data was looked at first" in effort_note(session.weak_votes[0])
+    pd.testing.assert_frame_equal(sales, before)
+
+
+def test_a_question_without_data_never_looks(pool):
+    model = ScriptedBackend([fenced(f"print({n})") for n in range(1, 11)])
+    session = solve("Q", model=model, executor=pool, samples=5, max_programs=10, second_opinion="off")
+    assert session.data_look is None and [w.how for w in session.weak_votes] == ["more"]

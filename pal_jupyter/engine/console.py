@@ -8,7 +8,7 @@ import time
 from typing import Any, TextIO
 
 from .loop import SolveObserver
-from .records import Attempt, Session, Vote
+from .records import Attempt, DataLook, Session, Vote
 from .vote import more_programs_reason, reasoning_reason, second_opinion_note
 
 
@@ -125,6 +125,10 @@ class ConsoleObserver(SolveObserver):
 
     def more_programs(self, session: Session, vote: Vote, count: int) -> None:
         self._print(self._style(f"── {more_programs_reason(vote, count)} ──", "1;36"))
+
+    def looked_at_data(self, session: Session, look: DataLook) -> None:
+        self._print(self._style("── the programs disagree: a look at the data first ──", "1;36"))
+        self._print(look.output.rstrip())
 
     def session_finished(self, session: Session) -> None:
         if session.succeeded:

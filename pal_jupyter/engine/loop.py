@@ -28,10 +28,10 @@ from ..backends import Generation, GenerationOptions, ModelBackend, generate_can
 from ..errors import EmptyQuestionError, KernelError, NoCodeError, PalError, SettingError
 from ..kernels import ExecutionResult, ExecutorLimits, KernelPool
 from ..kernels.executor import pickling_problem
-from . import prompts, reasoning
+from . import data_look, prompts, reasoning
 from .extraction import extract_code, free_names, replaced_variables, replacement_started
 from .filters import NamedValue, named_values
-from .records import Attempt, ProgramAnswer, SecondOpinion, Session, Vote, WeakVote
+from .records import Attempt, DataLook, ProgramAnswer, SecondOpinion, Session, Vote, WeakVote
 from .trace import TraceWriter
 from .vote import mark_off_target, read_answer, take_vote
 
@@ -71,6 +71,7 @@ class SolveObserver:
     def reasoning_started(self, session: Session, vote: Vote) -> None: ...
     def reasoning_token(self, session: Session, text: str) -> None: ...
     def more_programs(self, session: Session, vote: Vote, count: int) -> None: ...
+    def looked_at_data(self, session: Session, look: DataLook) -> None: ...
     def session_finished(self, session: Session) -> None: ...
 
 
@@ -124,8 +125,10 @@ def solve(
     most of them print wins (``session.vote``, ``session.agreement``). When that vote is weak
     (:func:`weak_vote`), the model first solves the question in words and writes one program that
     follows its steps (``second_opinion="words"``, questions without ``variables``: see
-    :mod:`.reasoning`); while the vote is still weak, ``samples`` more are drawn from the first
-    prompt and join the vote, up to ``max_programs`` in the round. The question is done at the first round where a program works
+    :mod:`.reasoning`); for a question about ``variables`` it looks at the data instead (a program
+    that prints the rows the question names: :mod:`.data_look`), and every later prompt carries what
+    it printed. While the vote is still weak, ``samples`` more are drawn and join the vote, up to
+    ``max_programs`` in the round. The question is done at the first round where a program works
     (and ``checker``, when given, accepts it); otherwise a failure is fed back and the next round
     repairs it, up to ``max_attempts`` rounds.
 
@@ -183,8 +186,16 @@ def solve(
             if weak_vote(session.vote) and second_opinion == "words" and not variables \
                     and session.second_opinion is None and len(candidates) < max_programs:
                 _reason_first(session, round_, candidates, start)
+            looked = False
+            if variables and second_opinion != "off" and session.data_look is None \
+                    and (weak_vote(session.vote) or session.vote.winner is None):
+                looked = _look_at_data(session, round_, index)
+                if looked:  # every later program is written knowing what the data holds
+                    messages = prompts.pal_messages(question, variables, style=style, look=_look_output(session))
             while weak_vote(session.vote) and len(candidates) < max_programs:
-                _more_programs(session, round_, messages, candidates, max_programs, start)
+                _more_programs(session, round_, messages, candidates, max_programs, start,
+                               how="look" if looked else "more")
+                looked = False
             session.seconds = time.perf_counter() - start
             if writer is not None:
                 for attempt in candidates:
@@ -194,7 +205,8 @@ def solve(
                 break
             basis = repair_basis(candidates)
             messages = prompts.repair_messages(
-                question, basis.code, basis.feedback, variables, repeated=basis.code in repaired and basis.code is not None
+                question, basis.code, basis.feedback, variables, repeated=basis.code in repaired and basis.code is not None,
+                look=_look_output(session),
             )
             repaired.append(basis.code)
     observer.session_finished(session)
@@ -208,18 +220,42 @@ def solve(
 
 
 def _more_programs(session: Session, round_: _Round, messages: list[dict[str, str]], candidates: list[Attempt],
-                   max_programs: int, start: float) -> None:
-    """Adaptive effort: a weak vote gets up to ``samples`` more programs from the same prompt, which
-    join its round (``candidates``, extended in place) and its vote (``session.vote``);
-    ``session.weak_votes`` keeps why and when."""
+                   max_programs: int, start: float, how: str = "more") -> None:
+    """Adaptive effort: a weak vote gets up to ``samples`` more programs from the same prompt (``how``
+    "more"), or from one that adds a look at the data ("look"), which join its round (``candidates``,
+    extended in place) and its vote (``session.vote``); ``session.weak_votes`` keeps why and when."""
     vote = session.vote
     assert vote is not None and vote.winner is not None
     more = min(round_.samples, max_programs - len(candidates))
     session.weak_votes.append(WeakVote(vote.round, vote.votes, vote.candidates, vote.winner.answer,
-                                       time.perf_counter() - start, more))
+                                       time.perf_counter() - start, more, how=how))
     round_.observer.more_programs(session, vote, more)
     extra = round_.run(vote.round, messages, session.question, drawn=len(candidates), count=more)
     _join_round(session, round_, candidates, extra, vote.second_opinion)
+
+
+def _look_at_data(session: Session, round_: _Round, index: int) -> bool:
+    """The data look (:mod:`.data_look`) for a round whose programs about the user's data disagreed
+    or failed: run in a child kernel of its own like any program, kept in ``session.data_look``.
+    Whether there is one to go on (a look that could not run says nothing worth a prompt)."""
+    code = data_look.look_program(session.question, round_.variables)
+    if code is None:
+        return False
+    try:
+        result = round_.pool.run(code, round_.variables, limits=round_.limits)
+    except KernelError as exc:
+        log.warning("The look at the data could not run (%s); going on without it.", exc)
+        return False
+    if not result.ok:  # not worth a prompt; the programs go on without it
+        log.warning("The look at the data failed (%s); going on without it.", result.error)
+        return False
+    session.data_look = DataLook(index, code, result.stdout, result.duration_s)
+    round_.observer.looked_at_data(session, session.data_look)
+    return True
+
+
+def _look_output(session: Session) -> str | None:
+    return session.data_look.output if session.data_look is not None else None
 
 
 def _reason_first(session: Session, round_: _Round, candidates: list[Attempt], start: float) -> None:

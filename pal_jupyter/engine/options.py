@@ -153,7 +153,7 @@ OPTIONS: dict[str, Option] = {o.name: o for o in (
            "SAMPLES more are written (1: never more than SAMPLES)", low=1, high=MAX_PROGRAMS),
     Option("second_opinion", str, SECOND_OPINIONS[0], "when the programs disagree, first: words (the model works "
            "the question out step by step in words, then writes one program that follows its steps; both join the "
-           "vote; not for --use data) or off", choices=SECOND_OPINIONS),
+           "vote; for --use data instead a look at the data, whose output the next programs get) or off", choices=SECOND_OPINIONS),
     Option("max_attempts", int, 3, "attempts per question, repairs included", flags=("-n",), low=1, high=10),
     Option("timeout", float, 30.0, "seconds a program may run", flags=("-t",), above=0, high=3600),
     Option("memory_gib", float, 2.0, "memory limit of the program's kernel, in GiB (its address space; in the "

@@ -20,7 +20,7 @@ from typing import Any
 
 from ..backends import ChatMessage
 from ..kernels import ExecutionResult
-from . import retrieval
+from . import data_look, retrieval
 from .data_examples import DATA_EXAMPLES, DATA_IDIOMS, DataExample, example_frames, example_trips
 from .records import IGNORES, PRINTED_NOTHING, TABLE_FOR_NUMBER
 
@@ -323,14 +323,17 @@ DATA_INSTRUCTIONS = (
 )
 
 
-def _question_text(question: str, variables: Mapping[str, Any] | None) -> str:
+def _question_text(question: str, variables: Mapping[str, Any] | None, look: str | None = None) -> str:
+    """The question, and for one about the user's variables what they hold (and the data look's
+    output, once there is one: :mod:`.data_look`)."""
     if not variables:
         return question
-    return f"{question}\n\n{DATA_INSTRUCTIONS}\n{describe_variables(variables)}"
+    text = f"{question}\n\n{DATA_INSTRUCTIONS}\n{describe_variables(variables)}"
+    return f"{text}\n\n{data_look.look_text(look)}" if look else text
 
 
 def pal_messages(
-    question: str, variables: Mapping[str, Any] | None = None, style: str = DEFAULT_STYLE
+    question: str, variables: Mapping[str, Any] | None = None, style: str = DEFAULT_STYLE, look: str | None = None
 ) -> list[ChatMessage]:
     """The first prompt for a question: the style's system message and worked examples, then the question.
 
@@ -343,7 +346,7 @@ def pal_messages(
     for example_question, example_answer in chosen.turns(question):
         messages.append({"role": "user", "content": example_question})
         messages.append({"role": "assistant", "content": example_answer})
-    messages.append({"role": "user", "content": _question_text(question, variables)})
+    messages.append({"role": "user", "content": _question_text(question, variables, look)})
     return messages
 
 
@@ -361,6 +364,7 @@ def repair_messages(
     variables: Mapping[str, Any] | None = None,
     *,
     repeated: bool = False,
+    look: str | None = None,
 ) -> list[ChatMessage]:
     """The prompt after a failed attempt: question, failed program, interpreter feedback.
 
@@ -369,7 +373,7 @@ def repair_messages(
     """
     if len(feedback) > MAX_FEEDBACK_CHARS:
         feedback = "...\n" + feedback[-MAX_FEEDBACK_CHARS:]
-    parts = [f"Question: {_question_text(question, variables)}"]
+    parts = [f"Question: {_question_text(question, variables, look)}"]
     if program is None:
         parts.append("Your previous reply contained no Python code.")
     else:

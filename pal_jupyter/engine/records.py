@@ -219,7 +219,19 @@ class WeakVote:
     answer: ProgramAnswer  # the weak winner
     seconds: float
     more: int  # programs then added
-    how: str = "more"  # "more": more programs from the same prompt; "reason": a words answer, then its program
+    how: str = "more"  # "more": more programs from the same prompt; "reason": a words answer, then its program;
+    # "look": more programs from a prompt that adds what a look at the data printed (DataLook)
+
+
+@dataclass
+class DataLook:
+    """What a look at the user's data printed (:mod:`pal_jupyter.engine.data_look`), asked for when a
+    round of programs about it disagreed or failed; every later prompt carries its output."""
+
+    round: int  # the round whose vote asked for it
+    code: str
+    output: str  # what it printed (its error, should it have failed)
+    seconds: float
 
 
 @dataclass
@@ -250,6 +262,7 @@ class Session:
     vote: Vote | None = None  # the tally of the round that ended the question
     weak_votes: list[WeakVote] = field(default_factory=list)  # why more programs were written
     second_opinion: SecondOpinion | None = None  # the words answer asked for when programs disagreed
+    data_look: DataLook | None = None  # what a look at the data printed, when programs about it disagreed
 
     def round(self, index: int) -> list[Attempt]:
         """The candidates of round ``index``."""

@@ -204,6 +204,10 @@ def effort_note(weak: WeakVote) -> str:
     if weak.how == "reason":
         return (f"Only {weak.votes} of {weak.candidates} programs agreed (on {weak.answer.text}): the question was "
                 "worked out in words, and one more program followed those steps.")
+    if weak.how == "look":
+        return (f"Only {weak.votes} of {weak.candidates} programs agreed (on {weak.answer.text}): the data was "
+                f"looked at first, and {weak.more} more {'was' if weak.more == 1 else 'were'} written knowing what "
+                "it holds.")
     return (f"Only {weak.votes} of {weak.candidates} programs agreed (on {weak.answer.text}): {weak.more} more "
             f"{'was' if weak.more == 1 else 'were'} written.")
 

@@ -20,7 +20,7 @@ from collections.abc import Callable
 from typing import Any
 
 from ..engine.loop import SolveObserver
-from ..engine.records import Attempt, Session, Vote
+from ..engine.records import Attempt, DataLook, Session, Vote
 from ..engine.vote import doubt_message, effort_note, more_programs_reason, reasoning_reason, second_opinion_note
 
 _TOKEN_REFRESH_S = 0.1  # stream tokens to the browser at most ten times a second
@@ -167,6 +167,9 @@ def summary_html(session: Session | None, question: str, status: str, finished: 
         parts.append(f"<details {'open' if is_last else ''}><summary>{html.escape(round_title(attempts, vote))}</summary>")
         parts += [f"<div class='pal-status'>{html.escape(effort_note(weak))}</div>"
                   for weak in session.weak_votes if weak.round == index]  # type: ignore[union-attr]
+        look = session.data_look  # type: ignore[union-attr]
+        if look is not None and look.round == index:
+            parts.append(data_look_html(look))
         opinion = session.second_opinion  # type: ignore[union-attr]
         if opinion is not None and opinion.round == index:
             if vote is not None and second_opinion_note(vote):
@@ -199,6 +202,14 @@ def reasoning_html(text: str) -> str:
         return ""
     return (f"<details class='pal-reasoning' open><summary>Worked out in words first</summary>"
             f"<pre class='pal-stream'>{html.escape(text.strip())}</pre></details>")
+
+
+def data_look_html(look: DataLook) -> str:
+    """The look at the data (engine.data_look), folded: the program and what it printed, which the
+    programs after it were given."""
+    return (f"<details class='pal-reasoning'><summary>Looked at the data first ({look.seconds:.1f} s)</summary>"
+            f"<div class='pal-code'>{highlight(look.code)}</div>"
+            f"<pre class='pal-stream'>{html.escape(look.output.strip())}</pre></details>")
 
 
 def _attempt_body_html(attempt: Attempt) -> str:
@@ -489,6 +500,10 @@ class PalWidget(_LiveDisplay, SolveObserver):
         reason = more_programs_reason(vote, count)
         self.rounds[vote.round - 1].note(reason[0].upper() + reason[1:])
         self.set_status(f"attempt {vote.round}: {reason} ...")
+
+    def looked_at_data(self, session: Session, look: DataLook) -> None:
+        self.rounds[look.round - 1].notes.value += data_look_html(look)
+        self.set_status(f"attempt {look.round}: the programs disagree: looked at the data first ...")
 
     def session_finished(self, session: Session) -> None:
         self.finished = True
