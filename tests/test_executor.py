@@ -18,7 +18,7 @@ import psutil
 import pytest
 
 from pal_jupyter.errors import KernelError
-from pal_jupyter.kernels.executor import ChildKernel, ExecutorLimits, KernelPool, sweep_leftovers
+from pal_jupyter.kernels import ChildKernel, ExecutorLimits, KernelPool, sweep_leftovers
 from pal_jupyter.kernels import StopReason
 from sandboxing import require_sandbox
 

@@ -26,8 +26,7 @@ from typing import Any
 
 from ..backends import Generation, GenerationOptions, ModelBackend, generate_candidates, load_model
 from ..errors import EmptyQuestionError, KernelError, NoCodeError, PalError, SettingError
-from ..kernels import ExecutionResult, ExecutorLimits, KernelPool
-from ..kernels.executor import pickling_problem
+from ..kernels import ExecutionResult, ExecutorLimits, KernelPool, pickling_problem
 from . import data_look, prompts, reasoning
 from .extraction import extract_code, free_names, replaced_variables, replacement_started
 from .filters import NamedValue, named_values

@@ -1,10 +1,18 @@
 """Child kernels: each generated program runs in a fresh, resource-limited IPython kernel.
 
-``results`` (what a run produced) <- ``tracebacks`` (cleaning IPython's) <- ``executor``
-(:class:`ChildKernel`, :class:`KernelPool`). ``launcher`` is the kernel process's entry point.
+Layers, each importing only those before it: ``results`` (what a run produced), ``tracebacks``
+(IPython's made plain), ``processes``, ``environment``, ``cgroups``, ``sandbox`` (bubblewrap)
+<- ``limits`` (:class:`ExecutorLimits`) <- ``launch`` (the kernel's command and environment),
+``transfer`` (variables in), ``outputs`` (what a program shows) <- ``kernel``
+(:class:`ChildKernel`) <- ``pool`` (:class:`KernelPool`). ``launcher`` is the kernel process's
+entry point.
 """
 
-from .executor import ChildKernel, ExecutorLimits, KernelPool
+from .kernel import ChildKernel
+from .limits import ExecutorLimits
+from .pool import KernelPool, sweep_leftovers
 from .results import ErrorInfo, ExecutionResult, StopReason
+from .transfer import pickling_problem
 
-__all__ = ["ChildKernel", "ErrorInfo", "ExecutionResult", "ExecutorLimits", "KernelPool", "StopReason"]
+__all__ = ["ChildKernel", "ErrorInfo", "ExecutionResult", "ExecutorLimits", "KernelPool", "StopReason",
+           "pickling_problem", "sweep_leftovers"]

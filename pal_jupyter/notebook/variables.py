@@ -10,7 +10,7 @@ from collections.abc import Iterable, Mapping
 from typing import Any
 
 from ..errors import PalError
-from ..kernels.executor import pickling_problem
+from ..kernels import pickling_problem
 
 log = logging.getLogger(__name__)
 

@@ -458,8 +458,12 @@ class PalWidget(_LiveDisplay, SolveObserver):
 
     def output(self, attempt: Attempt, output: dict[str, Any]) -> None:
         # Appending output dicts (not `with out:`) works from any thread and keeps MIME types.
-        if output.get("output_type") == "error":
+        kind = output.get("output_type")
+        if kind == "error":
             return  # shown below, cleaned, in the error box
+        if kind == "clear_output":  # the program's clear_output, or a redraw of an updated display
+            self._page(attempt).output.outputs = tuple(output.get("shown", ()))
+            return
         self._page(attempt).output.outputs += (output,)
 
     def attempt_finished(self, attempt: Attempt) -> None:
