@@ -31,7 +31,7 @@ from typing import Any
 
 from pal_jupyter import KernelPool
 from pal_jupyter.backends import GenerationOptions, load_model
-from pal_jupyter.benchmark.dataframes import suite_rows
+from pal_jupyter.evaluation.dataframes import suite_rows
 from pal_jupyter.engine import data_look, prompts
 from pal_jupyter.engine.extraction import extract_code, replaced_variables
 from pal_jupyter.engine.grading import expected_of, is_correct

@@ -21,8 +21,8 @@ from bench_data_prompts import questions, six_row_question
 
 from pal_jupyter import KernelPool
 from pal_jupyter.backends import GenerationOptions, load_model
-from pal_jupyter.benchmark.dataframes import suite_rows
-from pal_jupyter.benchmark.runner import Config, format_summaries, run_benchmark, summarize, write_report
+from pal_jupyter.evaluation.dataframes import suite_rows
+from pal_jupyter.evaluation.runner import Config, format_summaries, run_benchmark, summarize, write_report
 from pal_jupyter.engine.filters import named_values
 from pal_jupyter.engine.trace import TraceWriter
 

@@ -229,8 +229,8 @@ def main() -> None:
     if args.student:
         return student(args.student, json.loads(args.questions_json), args.samples, args.server_timeout)
 
-    from pal_jupyter.benchmark.runner import read_rows
-    from pal_jupyter.classroom.serve import VllmServer
+    from pal_jupyter.evaluation.runner import read_rows
+    from pal_jupyter.classroom.vllm_server import VllmServer
 
     questions = [row["question"] for row in read_rows(args.data, limit=200)]
     Path(args.log_dir).mkdir(parents=True, exist_ok=True)

@@ -11,7 +11,7 @@ import psutil
 import pytest
 
 from model_server import ModelServer
-from pal_jupyter.benchmark.runner import Config, format_summaries, run_benchmark, summarize
+from pal_jupyter.evaluation.runner import Config, format_summaries, run_benchmark, summarize
 from pal_jupyter import KernelPool, ScriptedBackend
 from pal_jupyter.backends.huggingface import GPU_DEVICE_FILES
 from pal_jupyter.engine import isolation, reasoning

@@ -21,6 +21,7 @@ from pal_jupyter.errors import KernelError
 from pal_jupyter.kernels import ChildKernel, ExecutorLimits, KernelPool, sweep_leftovers
 from pal_jupyter.kernels import StopReason
 from sandboxing import require_sandbox
+from waiting import wait_until
 
 LAUNCHER = "pal_jupyter.kernels.launcher"
 ANSI = "\x1b["
@@ -51,10 +52,7 @@ def _gone(pid: int) -> bool:
 def no_leftover_kernels() -> Iterator[None]:
     """Set up first, torn down last: after every pool is closed no kernel (or zombie) remains."""
     yield
-    deadline = time.monotonic() + 5
-    while _kernel_processes() and time.monotonic() < deadline:
-        time.sleep(0.1)
-    assert _kernel_processes() == []
+    wait_until(lambda: _kernel_processes() == [], timeout=5, what="every child kernel to be gone")
 
 
 def _level(request: pytest.FixtureRequest) -> str:
@@ -297,9 +295,10 @@ def test_kernels_exit_when_parent_is_killed(tmp_path: Path, level: str) -> None:
         kernels = [p.pid for p in psutil.Process(parent.pid).children(recursive=True)]
         os.kill(parent.pid, signal.SIGKILL)
         parent.wait(timeout=5)
-        deadline = time.monotonic() + 5
-        while not all(_gone(pid) for pid in kernels) and time.monotonic() < deadline:
-            time.sleep(0.1)
+        try:
+            wait_until(lambda: all(_gone(pid) for pid in kernels), timeout=5)
+        except AssertionError:
+            pass  # named below, after the survivors are killed
         survivors = [pid for pid in kernels if not _gone(pid)]
         for pid in survivors:
             os.kill(pid, signal.SIGKILL)
@@ -395,15 +394,17 @@ def test_closing_the_pool_under_a_running_program_is_a_kernel_error() -> None:
     pool = KernelPool(ExecutorLimits(warm_imports=()))
     box: dict[str, BaseException] = {}
 
+    running = threading.Event()
+
     def run() -> None:
         try:
-            pool.run("import time\ntime.sleep(60)")
+            pool.run("import time\nprint('running', flush=True)\ntime.sleep(60)", on_output=lambda _out: running.set())
         except BaseException as exc:  # what the thread would see
             box["error"] = exc
 
     thread = threading.Thread(target=run)
     thread.start()
-    time.sleep(2)
+    assert running.wait(30), "the program never started"
     pool.close()
     thread.join(15)
     assert isinstance(box["error"], KernelError), repr(box["error"])
@@ -439,5 +440,6 @@ def test_a_kernel_whose_parent_is_gone_before_it_starts_ends_by_itself(tmp_path:
     finally:
         keeper.kill()
     assert keeper.returncode is not None
-    time.sleep(0.2)  # the keeper killed its kernel as it went: nothing with this connection file is left
-    assert [p for p in psutil.process_iter(["cmdline"]) if str(tmp_path) in " ".join(p.info["cmdline"] or [])] == []
+    # The keeper killed its kernel as it went: nothing with this connection file is left.
+    wait_until(lambda: not [p for p in psutil.process_iter(["cmdline"]) if str(tmp_path) in " ".join(p.info["cmdline"] or [])],
+               timeout=5, what="the kernel to be gone")

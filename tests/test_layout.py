@@ -3,7 +3,7 @@
     errors
     backends, kernels
     engine
-    classroom, benchmark, training
+    classroom, evaluation, training
     notebook, cli
 
 A module may import from its own package or from a lower layer (lazy imports inside functions
@@ -16,7 +16,7 @@ import ast
 from pathlib import Path
 
 PACKAGE = Path(__file__).resolve().parent.parent / "pal_jupyter"
-LAYERS = {"errors": 0, "backends": 1, "kernels": 1, "engine": 2, "classroom": 3, "benchmark": 3, "training": 3,
+LAYERS = {"errors": 0, "backends": 1, "kernels": 1, "engine": 2, "classroom": 3, "evaluation": 3, "training": 3,
           "notebook": 4, "cli": 4}
 
 

@@ -6,6 +6,7 @@ the user's kernel, the child kernels, the widget display, the payload that inser
 
 import pytest
 from kernel_driver import UserKernel, text_of
+from waiting import wait_until
 
 SETUP = """
 import pandas as pd
@@ -151,13 +152,7 @@ def test_pal_config_lists_settings(kernel):
 def test_unload_releases_child_kernels(kernel):
     assert kernel.child_kernels(), "a warm child kernel is kept after %load_ext"
     run_ok(kernel, "%unload_ext pal_jupyter")
-    for _ in range(50):
-        if not kernel.child_kernels():
-            break
-        import time
-
-        time.sleep(0.1)
-    assert kernel.child_kernels() == []
+    wait_until(lambda: kernel.child_kernels() == [], timeout=5, what="the child kernels to be released")
 
 
 def test_freeze_leaves_static_html_only(kernel):

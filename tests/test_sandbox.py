@@ -25,6 +25,7 @@ from pal_jupyter.errors import KernelError, SettingError
 from pal_jupyter.kernels import ExecutorLimits, KernelPool, StopReason
 from pal_jupyter.kernels.sandbox import bubblewrap_problem, resolve_level
 from sandboxing import require_sandbox
+from waiting import wait_until
 
 LEVELS = ["sandbox", "process"]
 
@@ -174,9 +175,8 @@ def test_a_detached_process_does_not_outlive_its_kernel(pool):
             "q = subprocess.Popen(['sh', '-c', '(setsid sleep 321 &) ; exit 0'])\n"
             "q.wait()\nprint('started')")
     assert run(pool, code) == "started"
-    time.sleep(0.5)
-    left = [p for p in psutil.process_iter(["cmdline"]) if p.info["cmdline"] == ["sleep", "321"]]
-    assert left == [], [p.pid for p in left]
+    wait_until(lambda: not [p for p in psutil.process_iter(["cmdline"]) if p.info["cmdline"] == ["sleep", "321"]],
+               timeout=5, what="the detached sleeps to end with their kernel")
 
 
 def test_a_program_that_kills_its_own_kernel_leaves_nothing_behind(pool):
@@ -245,9 +245,8 @@ def test_a_fork_bomb_ends_with_its_kernel(pool):
             "print(started)")
     result = pool.run(code)
     assert result.reason is StopReason.OK, result.error
-    time.sleep(1)
-    sleepers = [p for p in psutil.process_iter(["cmdline"]) if "time.sleep(60)" in " ".join(p.info["cmdline"] or [])]
-    assert sleepers == []
+    wait_until(lambda: not [p for p in psutil.process_iter(["cmdline"]) if "time.sleep(60)" in " ".join(p.info["cmdline"] or [])],
+               timeout=5, what="the bomb's sleepers to end with their kernel")
 
 
 def test_data_plots_and_tables_still_come_back(pool):

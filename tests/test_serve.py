@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from pal_jupyter.classroom.serve import VllmServer, class_instructions, resolve_model, serving_dtype
+from pal_jupyter.classroom.vllm_server import VllmServer, class_instructions, resolve_model, serving_dtype
 from pal_jupyter.cli.commands import main
 from pal_jupyter.errors import ModelLoadError
 
@@ -30,7 +30,7 @@ def test_serve_prints_the_vllm_command_for_a_model_directory(model_dir, capsys):
 
 
 def test_serving_a_preset_uses_its_converted_folder_and_the_name_the_class_types(monkeypatch, tmp_path):
-    monkeypatch.setattr("pal_jupyter.classroom.serve.prepare_preset",
+    monkeypatch.setattr("pal_jupyter.classroom.vllm_server.prepare_preset",
                         lambda name, dtype: tmp_path / f"converted-{name}-{dtype}")
     assert resolve_model("lite", "bfloat16") == (str(tmp_path / "converted-lite-bfloat16"), "lite")
 
@@ -95,7 +95,7 @@ def test_the_class_instructions_name_the_public_host(model_dir):
 def test_the_hub_configuration_example_points_every_student_at_the_server():
     from traitlets.config.loader import PyFileConfigLoader
 
-    from pal_jupyter.backends.server import parse_source
+    from pal_jupyter.backends.openai_api import parse_source
     from pal_jupyter.classroom.policy import TeacherPolicy
 
     folder = Path(__file__).resolve().parents[1] / "examples" / "jupyterhub"

@@ -187,7 +187,7 @@ def test_a_server_that_ignores_max_tokens_is_stopped_at_the_token_cap():
 
 
 def test_server_sources_parse_and_read_the_environment(monkeypatch):
-    from pal_jupyter.backends.server import parse_source
+    from pal_jupyter.backends.openai_api import parse_source
 
     assert parse_source("openai:tiny@http://h:8000/v1/") == ("tiny", "http://h:8000/v1")
     monkeypatch.setenv("PAL_JUPYTER_API_BASE", "http://class-server:8000/v1")

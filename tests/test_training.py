@@ -19,7 +19,7 @@ import pytest
 from pal_jupyter import KernelPool, ScriptedBackend
 from pal_jupyter.backends import load_model
 from pal_jupyter.backends.adapters import BAD, FEEDBACK_BEGIN, FEEDBACK_END, GOOD, METADATA, read_adapter
-from pal_jupyter.benchmark.compare import compare, format_comparison, mcnemar_exact
+from pal_jupyter.evaluation.compare import compare, format_comparison, mcnemar_exact
 from pal_jupyter.errors import ModelLoadError, PalError
 from pal_jupyter.training.collect import PROGRAMS, collect, manifest_settings
 from pal_jupyter.training.examples import IGNORE, Example, load_examples, select, tokenize

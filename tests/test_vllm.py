@@ -15,7 +15,7 @@ import pytest
 
 from model_server import free_port
 from notebook_runner import answer, pal_summaries, run_notebook
-from pal_jupyter.classroom.serve import VllmServer, find_vllm_python
+from pal_jupyter.classroom.vllm_server import VllmServer, find_vllm_python
 from pal_jupyter.errors import ModelLoadError
 
 pytestmark = pytest.mark.slow

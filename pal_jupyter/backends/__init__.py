@@ -17,7 +17,7 @@ from .base import (
 )
 from .huggingface import TransformersBackend
 from .llamacpp import LlamaCppBackend
-from .server import ServerBackend
+from .openai_api import ServerBackend
 from .registry import BACKENDS, choose_runtime, clear_model_cache, load_model, register_model
 
 __all__ = [

@@ -23,7 +23,7 @@ from .base import ModelBackend
 from ..errors import ModelLoadError
 from .huggingface import TransformersBackend, gpu_available, load_transformers, resolve_device, resolve_dtype
 from .llamacpp import LlamaCppBackend
-from .server import ServerBackend, is_server_source
+from .openai_api import ServerBackend, is_server_source
 
 log = logging.getLogger(__name__)
 

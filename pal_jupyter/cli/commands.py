@@ -237,7 +237,7 @@ def _load(settings: Settings, dtype: str | None = None, backend: str | None = No
 def cmd_bench(args: argparse.Namespace) -> int:
     from tqdm import tqdm
 
-    from ..benchmark.runner import Config, format_summaries, read_rows, run_benchmark, summarize, write_report
+    from ..evaluation.runner import Config, format_summaries, read_rows, run_benchmark, summarize, write_report
 
     rows = read_rows(args.data, args.limit, args.offset)
     if not rows:
@@ -320,7 +320,7 @@ def _tally(results: list[Any], configs: list[Any]) -> dict[str, str]:
 def cmd_collect(args: argparse.Namespace) -> int:
     from tqdm import tqdm
 
-    from ..benchmark.runner import read_rows
+    from ..evaluation.runner import read_rows
     from ..training.collect import collect, manifest_settings
 
     rows = read_rows(args.data, args.limit, args.offset)
@@ -373,7 +373,7 @@ def cmd_train(args: argparse.Namespace) -> int:
 
 
 def cmd_compare(args: argparse.Namespace) -> int:
-    from ..benchmark.compare import compare, format_comparison
+    from ..evaluation.compare import compare, format_comparison
 
     print(format_comparison(compare(args.before, args.after)))
     return 0
@@ -435,7 +435,7 @@ def cmd_report(args: argparse.Namespace) -> int:
 
 
 def cmd_serve(args: argparse.Namespace) -> int:
-    from ..classroom.serve import VllmServer, class_instructions, find_vllm_python, resolve_model, serving_dtype
+    from ..classroom.vllm_server import VllmServer, class_instructions, find_vllm_python, resolve_model, serving_dtype
 
     try:
         python = find_vllm_python(args.vllm_python)

@@ -21,7 +21,7 @@ from pathlib import Path
 
 from ..backends import choose_runtime, presets
 from ..backends.huggingface import GPU_DEVICE_FILES, gpu_available, resolve_device, resolve_dtype
-from ..backends.server import is_server_source
+from ..backends.openai_api import is_server_source
 from ..engine.isolation import fallback_note
 from ..errors import PalError
 from ..kernels import cgroups

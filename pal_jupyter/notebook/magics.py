@@ -25,7 +25,7 @@ from traitlets.config import Config
 from ..classroom.policy import TeacherPolicy
 from ..engine.options import OPTIONS
 from ..errors import PalError, unexpected_error_message
-from . import assist, tutoring
+from . import assist, tutor_view
 from .runtime import NotebookRuntime
 
 log = logging.getLogger(__name__)
@@ -127,20 +127,20 @@ class PalMagics(Magics):
         with _one_line_errors():
             request = self.runtime.resolve(args, question)
             self.runtime.announce_isolation(request.settings)
-            {"assist": assist.ask, "tutor": tutoring.run_tutor, "check": tutoring.run_check}[request.mode](
+            {"assist": assist.ask, "tutor": tutor_view.run_tutor, "check": tutor_view.run_check}[request.mode](
                 self.runtime, request)
 
     @line_magic
     def pal_hint(self, line: str = "") -> None:
         """Reveal the next hint for the last tutor-mode question."""
         with _one_line_errors():
-            tutoring.reveal_next(self.runtime, from_button=False)
+            tutor_view.reveal_next(self.runtime, from_button=False)
 
     @line_magic
     def pal_explain(self, line: str = "") -> None:
         """Explain the last error raised in this notebook, in plain words, without re-running it."""
         with _one_line_errors():
-            tutoring.explain_last_error(self.runtime)
+            tutor_view.explain_last_error(self.runtime)
 
     @line_magic
     def pal_policy(self, line: str = "") -> None:
