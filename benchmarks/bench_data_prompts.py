@@ -3,7 +3,7 @@
     python benchmarks/bench_data_prompts.py [--prompts chat-2shot,plain,data-3shot,data-similar] [--every 2] [--offset 1]
 
 The questions: every ``--every``-th numeric question of the DataFrame suite
-(``pal_jupyter/benchmark/dataframes.py``) from the ``--offset``-th, then (at offset 0) the one-line
+(``pal_jupyter/evaluation/dataframes.py``) from the ``--offset``-th, then (at offset 0) the one-line
 question about a six-row frame of issue 21 (right answer 159). Each prompt style writes one
 greedy program per question (the plainest baseline: no vote, no repair); the program runs in a
 child kernel with the frames it was given. Prompts:

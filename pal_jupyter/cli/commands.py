@@ -188,11 +188,7 @@ def cmd_ask(args: argparse.Namespace) -> int:
     trace = None if args.no_trace else TraceWriter(args.trace or default_trace_path())
     with _pool(settings) as pool:  # the kernels warm up while the model loads
         backend = _load(settings)
-        session = solve(
-            question, model=backend, executor=pool, max_attempts=settings.max_attempts, samples=settings.samples,
-            max_programs=settings.max_programs, second_opinion=settings.second_opinion,
-            generation=settings.generation(), limits=settings.limits(), trace=trace, observer=observer,
-        )
+        session = solve(question, settings, model=backend, executor=pool, trace=trace, observer=observer)
     if args.json:
         print(json.dumps(to_jsonable(session), indent=2, default=str))
     return 0 if session.succeeded else 1

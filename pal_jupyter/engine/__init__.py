@@ -7,7 +7,8 @@ worked programs) and ``data_examples`` <- ``prompts``, ``extraction``,
 ``isolation`` says, for both faces, when programs run without the sandbox ``auto`` wanted.
 """
 
-from .loop import DEFAULT_SAMPLES, MAX_SAMPLES, SolveObserver, solve
+from .loop import SolveObserver, solve
+from .options import DEFAULT_SAMPLES, MAX_SAMPLES, Settings
 from .records import Attempt, ProgramAnswer, Session, Vote
 
 __all__ = ["DEFAULT_SAMPLES", "MAX_SAMPLES", "Attempt", "ProgramAnswer", "Session", "SolveObserver", "Vote", "solve"]

@@ -25,11 +25,12 @@ from pathlib import Path
 from typing import Any
 
 from ..backends import Generation, GenerationOptions, ModelBackend, generate_candidates, load_model
-from ..errors import EmptyQuestionError, KernelError, NoCodeError, PalError, SettingError
+from ..errors import EmptyQuestionError, KernelError, NoCodeError, PalError
 from ..kernels import ExecutionResult, ExecutorLimits, KernelPool, pickling_problem
 from . import data_look, prompts, reasoning
 from .extraction import extract_code, free_names, replaced_variables, replacement_started
 from .filters import NamedValue, named_values
+from .options import OPTIONS, Settings
 from .records import Attempt, DataLook, ProgramAnswer, SecondOpinion, Session, Vote, WeakVote
 from .trace import TraceWriter
 from .vote import mark_off_target, read_answer, take_vote
@@ -38,14 +39,6 @@ log = logging.getLogger(__name__)
 
 Checker = Callable[[ExecutionResult], bool]
 
-MAX_SAMPLES = 16  # programs per round; beyond this a batch costs more than the vote gains
-#: Programs per round when the caller does not say (README, "Self-consistency": how it was chosen).
-DEFAULT_SAMPLES = 5
-#: Most programs one prompt may get when its programs disagree (README, "Adaptive effort").
-DEFAULT_MAX_PROGRAMS = 15
-MAX_PROGRAMS = 48
-#: What a weak vote asks for before more programs: "words" (engine.reasoning) or "off".
-SECOND_OPINIONS = ("words", "off")
 _UNFIXABLE = {"Timeout", "KernelDied", "OutputLimit"}  # errors a repair prompt explains badly
 
 
@@ -85,40 +78,31 @@ def weak_vote(vote: Vote) -> bool:
     return vote.winner is not None and vote.confidence == "low" and not vote.winner.words
 
 
-def check_samples(samples: int) -> int:
-    """``samples`` if it is a usable number of programs per round, else a SettingError that says why."""
-    return _check_count("samples", samples, MAX_SAMPLES, "programs written and run per attempt")
-
-
-def _check_count(name: str, value: int, high: int, meaning: str) -> int:
-    """``value`` if it is a whole number from 1 to ``high``, else a SettingError naming the setting."""
-    if isinstance(value, bool) or not isinstance(value, int):
-        raise SettingError(f"{name} must be a whole number from 1 to {high}, not {value!r}.")
-    if not 1 <= value <= high:
-        raise SettingError(f"{name} must be a whole number from 1 to {high} ({meaning}), not {value!r}.")
-    return value
-
-
 def solve(
     question: str,
+    settings: Settings | None = None,
     *,
-    model: ModelBackend | str = "default",
+    model: ModelBackend | str | None = None,
     executor: KernelPool | None = None,
-    max_attempts: int = 3,
-    samples: int = DEFAULT_SAMPLES,
-    max_programs: int = DEFAULT_MAX_PROGRAMS,
-    second_opinion: str = "words",
-    prompt_style: str | None = None,
-    guard_data: bool = True,
-    checker: Checker | None = None,
     variables: Mapping[str, Any] | None = None,
     namespace: Mapping[str, Any] | None = None,
-    generation: GenerationOptions | None = None,
-    limits: ExecutorLimits | None = None,
+    checker: Checker | None = None,
     trace: str | Path | TraceWriter | None = None,
     observer: SolveObserver | None = None,
+    prompt_style: str | None = None,
+    guard_data: bool = True,
+    generation: GenerationOptions | None = None,
+    limits: ExecutorLimits | None = None,
+    **options: Any,
 ) -> Session:
     """Answer ``question`` with programs, voting over their answers and repairing failures.
+
+    ``settings`` (:class:`~pal_jupyter.engine.options.Settings`) holds every option of a question:
+    programs per round, the most per round, the second opinion, attempts, the model's name, how it
+    generates and the kernels' limits. Options of the same names given as keywords adjust it
+    (``solve(question, samples=1)``), checked by the same declarations. The other arguments are the
+    things a question is solved *with*: a loaded ``model`` (else ``settings.model`` is loaded), an
+    ``executor`` (else a private pool with the settings' limits), the user's ``variables``, ...
 
     Each attempt (round) draws ``samples`` programs in one batch and runs them all; the answer
     most of them print wins (``session.vote``, ``session.agreement``). When that vote is weak
@@ -131,8 +115,9 @@ def solve(
     (and ``checker``, when given, accepts it); otherwise a failure is fed back and the next round
     repairs it, up to ``max_attempts`` rounds.
 
-    ``limits`` sets the time and output each program may take (a private pool is started with
-    them when no ``executor`` is given). ``variables`` are copied into the child kernels and
+    ``generation`` and ``limits`` replace what the settings would give (a benchmark measuring a
+    knob the options do not offer); per-run limits come from ``settings`` when it is given, else
+    the executor's own apply. ``variables`` are copied into the child kernels and
     described in the prompt, and a program that replaces one of them with invented data is
     refused before it runs (``guard_data=False`` runs it anyway: the benchmark measures the guard
     that way); of ``namespace`` (e.g. a notebook's globals) only the names a program actually
@@ -141,24 +126,22 @@ def solve(
     by default the backend's own ``prompt_style`` (a fine-tuned adapter is asked the way it was
     trained), else the measured default.
     """
+    if limits is None and settings is not None:
+        limits = settings.limits()
+    settings = _adjusted(settings or Settings(), options)
+    samples, max_programs, second_opinion = settings.samples, settings.max_programs, settings.second_opinion
     question = (question or "").strip()
     if not question:
         raise EmptyQuestionError()
-    if isinstance(max_attempts, bool) or not isinstance(max_attempts, int) or max_attempts < 1:
-        raise SettingError(f"max_attempts must be a whole number of at least 1, not {max_attempts!r}.")
-    check_samples(samples)
-    _check_count("max_programs", max_programs, MAX_PROGRAMS, "most programs per attempt")
-    if second_opinion not in SECOND_OPINIONS:
-        raise SettingError(f"second_opinion must be one of {', '.join(SECOND_OPINIONS)}, not {second_opinion!r}.")
     if prompt_style is not None:
         prompts.prompt_style(prompt_style)  # an unknown style fails before anything starts
-    generation = generation or GenerationOptions()
+    generation = generation or settings.generation()
     generation.temperature_for(samples)  # greedy decoding cannot draw several programs
     observer = observer or SolveObserver()
     writer = TraceWriter(trace) if isinstance(trace, (str, Path)) else trace
     with _pool(executor, limits) as pool:  # starts warming kernels while the model loads
         pool.ensure_warm(samples)
-        backend = load_model(model) if isinstance(model, str) else model
+        backend = load_model(model or settings.model) if model is None or isinstance(model, str) else model
         session = Session(
             id=uuid.uuid4().hex[:12],
             question=question,
@@ -178,7 +161,7 @@ def solve(
         repaired: list[str | None] = []  # the programs fed back so far
         round_ = _Round(backend, pool, samples, checker, variables, namespace, generation, observer, guard_data, limits,
                         named_values(question, variables))
-        for index in range(1, max_attempts + 1):
+        for index in range(1, settings.max_attempts + 1):
             candidates = round_.run(index, messages, question)
             session.attempts.extend(candidates)
             session.vote = take_vote(candidates)
@@ -216,6 +199,15 @@ def solve(
             "Try rephrasing the question or a larger model."
         )
     return session
+
+
+def _adjusted(settings: Settings, options: Mapping[str, Any]) -> Settings:
+    """``settings`` with the options given by keyword, each checked by its declaration; a name that
+    is no option is a TypeError, as for any unknown keyword."""
+    unknown = sorted(set(options) - set(OPTIONS))
+    if unknown:
+        raise TypeError(f"solve() got unknown option(s) {', '.join(unknown)}; the options are {', '.join(OPTIONS)}.")
+    return settings.updated(options)
 
 
 def _more_programs(session: Session, round_: _Round, messages: list[dict[str, str]], candidates: list[Attempt],

@@ -18,7 +18,16 @@ from typing import Any
 from ..backends import BACKENDS, SAMPLE_TEMPERATURE, GenerationOptions
 from ..errors import SettingError
 from ..kernels import ExecutorLimits
-from .loop import DEFAULT_MAX_PROGRAMS, DEFAULT_SAMPLES, MAX_PROGRAMS, MAX_SAMPLES, SECOND_OPINIONS
+
+MAX_SAMPLES = 16  # programs per round; beyond this a batch costs more than the vote gains
+#: Programs per round when the caller does not say (README, "Self-consistency": how it was chosen).
+DEFAULT_SAMPLES = 5
+#: Most programs one prompt may get when its programs disagree (README, "Adaptive effort").
+DEFAULT_MAX_PROGRAMS = 15
+MAX_PROGRAMS = 48
+#: What a weak vote asks for before more programs: "words" (engine.reasoning; for data, a look at
+#: it: engine.data_look) or "off".
+SECOND_OPINIONS = ("words", "off")
 
 GIB = 1024**3
 

@@ -28,7 +28,8 @@ from typing import Any
 
 from ..backends import GenerationOptions, ModelBackend
 from ..engine.grading import expected_of, is_correct, question_of
-from ..engine.loop import DEFAULT_MAX_PROGRAMS, SECOND_OPINIONS, solve
+from ..engine.loop import solve
+from ..engine.options import DEFAULT_MAX_PROGRAMS, SECOND_OPINIONS, Settings
 from ..engine.records import ProgramAnswer, Session, WeakVote, to_jsonable
 from ..engine.trace import TraceWriter
 from ..engine.vote import read_answer
@@ -48,6 +49,11 @@ class Config:
     prompt: str | None = None  # None: the model's own (an adapter's), else the measured default
     temperature: float | None = None  # None: greedy for k = 1, the sampling default for k > 1
     guard: bool = True  # refuse programs that overwrite the variables handed over
+
+    def settings(self, max_attempts: int) -> Settings:
+        """The options of a question under this config (the rest at their defaults)."""
+        return Settings(samples=self.samples, max_programs=self.max_programs, second_opinion=self.second_opinion,
+                        max_attempts=max_attempts)
 
     @property
     def label(self) -> str:
@@ -165,11 +171,9 @@ def run_benchmark(
                 checker = lambda run, e=expected: is_correct(read_answer(run), run, e)  # noqa: E731
             try:
                 session = solve(
-                    result.question, model=backends(config), executor=pool, max_attempts=max_attempts,
-                    samples=config.samples, max_programs=config.max_programs,
-                    second_opinion=config.second_opinion, prompt_style=config.prompt,
-                    guard_data=config.guard, checker=checker,
-                    variables=row.get("variables"), trace=trace, limits=limits,
+                    result.question, config.settings(max_attempts), model=backends(config), executor=pool,
+                    prompt_style=config.prompt, guard_data=config.guard, checker=checker,
+                    variables=row.get("variables"), trace=trace, limits=limits or pool.limits,  # the pool's, not defaults
                     generation=dataclasses.replace(generation or GenerationOptions(), temperature=config.temperature)
                     if config.temperature is not None else generation,
                 )

@@ -214,12 +214,8 @@ class NotebookRuntime:
               backend: ModelBackend | None = None) -> Session:
         """Run the engine on ``request``: the one place the notebook assembles a ``solve`` call."""
         settings = request.settings
-        return solve(
-            request.question, model=backend or self.backend(settings), executor=self.pool(settings),
-            max_attempts=settings.max_attempts, samples=settings.samples, max_programs=settings.max_programs,
-            second_opinion=settings.second_opinion, generation=settings.generation(), limits=settings.limits(), variables=request.variables,
-            namespace=request.namespace, trace=self.trace_writer(), observer=observer,
-        )
+        return solve(request.question, settings, model=backend or self.backend(settings), executor=self.pool(settings),
+                     variables=request.variables, namespace=request.namespace, trace=self.trace_writer(), observer=observer)
 
     def insert(self, session: Session, origin: str | None, attempt: Attempt | None = None, *, run: bool = False,
                allow_payload: bool = True) -> cells.Insertion:
