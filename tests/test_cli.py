@@ -211,10 +211,11 @@ def test_fallback_note_only_for_auto_without_a_working_sandbox(monkeypatch, tmp_
 
 def test_leti_export_of_a_trace(tmp_path):
     trace = tmp_path / "t.jsonl"
-    record = {"question": "Q", "code": "print(1)", "reward": "<|good|>", "feedback": "1"}
+    record = {"question": "Q", "code": "print(1)", "execution": {"reason": "ok"}, "reward": "<|good|>", "feedback": "1"}
     trace.write_text(json.dumps(record) + "\n" + '{"question": "torn')  # a torn last line is skipped
     result = run_cli("leti", str(trace))
-    assert result.returncode == 0 and result.stdout.count("<|good|>") == 1 and "print(1)" in result.stdout
+    assert result.returncode == 0  # what train --format leti learns from: reward, feedback, question, program
+    assert result.stdout == "<|good|><|feedback|>1<|/feedback|>Q\n```python\nprint(1)\n```\n\n"
 
 
 def test_ctrl_c_while_the_commands_are_still_importing_is_one_line(monkeypatch, capsys):

@@ -7,7 +7,8 @@ import pytest
 from pal_jupyter import EmptyQuestionError, KernelPool, NoCodeError, ScriptedBackend, solve
 from pal_jupyter.engine.answers import numbers_match, parse_number
 from pal_jupyter.engine.loop import SolveObserver
-from pal_jupyter.engine.trace import read_trace, trace_to_leti
+from pal_jupyter.engine.trace import read_trace
+from pal_jupyter.training.examples import leti_text, load_examples
 
 
 @pytest.fixture(scope="module")
@@ -80,8 +81,9 @@ def test_error_is_fed_back_and_repaired_with_an_explanation(pool, tmp_path):
     assert [r["attempt"] if "attempt" in r else r["index"] for r in records] == [1, 2]
     assert [r["reward"] for r in records] == ["<|bad|>", "<|good|>"]
     assert all(r["session_id"] == session.id and r["question"] == "How far?" for r in records)
-    leti = list(trace_to_leti(trace))
-    assert "<|bad|>" in leti[0] and "NameError" in leti[0] and "<|good|>" in leti[1]
+    examples, _counts = load_examples([trace])  # what pal-jupyter leti shows and train --format leti learns
+    leti = [leti_text(e) for e in examples]
+    assert leti[0].startswith("<|bad|><|feedback|>") and "NameError" in leti[0] and leti[1].startswith("<|good|>")
 
 
 def test_stops_after_max_attempts_and_marks_the_last_attempt(pool):

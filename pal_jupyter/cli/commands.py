@@ -20,7 +20,7 @@ from ..engine.isolation import fallback_note
 from ..engine.loop import solve
 from ..engine.options import OPTIONS, Settings
 from ..engine.records import to_jsonable
-from ..engine.trace import TraceWriter, default_trace_path, trace_to_leti
+from ..engine.trace import TraceWriter, default_trace_path
 from ..errors import EmptyQuestionError, PalError, unexpected_error_message
 from ..kernels import KernelPool
 
@@ -376,11 +376,14 @@ def cmd_compare(args: argparse.Namespace) -> int:
 
 
 def cmd_leti(args: argparse.Namespace) -> int:
-    written = 0
-    for text in trace_to_leti(_existing_file(args.trace, "trace")):
-        print(text)
-        written += 1
-    if not written:
+    """The LeTI examples of a trace (or of collected programs), exactly as ``train --format leti``
+    reads them: the same file, the same examples, the same text."""
+    from ..training.examples import leti_text, load_examples
+
+    examples, _counts = load_examples([_existing_file(args.trace, "trace")])
+    for example in examples:
+        print(leti_text(example))
+    if not examples:
         raise PalError(f"{args.trace} holds no attempt with a program: it is not a pal-jupyter trace, or an empty "
                        "one (traces are written by pal-jupyter ask/bench --trace and %config PalMagics.trace).")
     return 0

@@ -339,13 +339,3 @@ def attempt_record(session: Session, attempt: Attempt) -> dict[str, Any]:
         started_at=session.started_at,
     )
     return record
-
-
-def leti_text(record: dict[str, Any]) -> str:
-    """Turn a trace line into LeTI training text: instruction, program, reward token, feedback."""
-    program = record.get("code") or ""
-    feedback = record.get("feedback") or "(ran without errors)"
-    return (
-        f"{record['question']}\n```python\n{program}\n```\n"
-        f"{record['reward']}\nInterpreter feedback:\n{feedback}\n"
-    )

@@ -9,7 +9,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from .records import Attempt, Session, attempt_record, leti_text
+from .records import Attempt, Session, attempt_record
 
 
 class TraceWriter:
@@ -52,13 +52,6 @@ def read_trace(path: str | os.PathLike[str]) -> Iterator[dict[str, Any]]:
                 continue  # a torn line from a crash mid-write
             if isinstance(record, dict):
                 yield record
-
-
-def trace_to_leti(path: str | os.PathLike[str]) -> Iterator[str]:
-    """LeTI training texts, one per attempt that produced code."""
-    for record in read_trace(path):
-        if record.get("code"):
-            yield leti_text(record)
 
 
 def user_data_path(override_variable: str, name: str) -> Path:

@@ -104,13 +104,23 @@ def _program_reply(program: str) -> str:
     return f"```python\n{program.strip()}\n```"
 
 
+def leti_user_turn(example: Example) -> str:
+    """The user turn LeTI learns from: the reward token and the interpreter's feedback, then the question."""
+    return f"{GOOD if example.good else BAD}{FEEDBACK_BEGIN}{example.feedback.strip()}{FEEDBACK_END}{example.question}"
+
+
+def leti_text(example: Example) -> str:
+    """An example as ``pal-jupyter leti`` shows it: the user turn and the program that ``pal-jupyter
+    train --format leti`` learns from, before the model's chat template wraps them."""
+    return f"{leti_user_turn(example)}\n{_program_reply(example.program)}\n"
+
+
 def tokenize(tokenizer: Any, example: Example, fmt: str, max_length: int) -> Tokenized:
     """Token ids and labels of one example; context tokens are labelled IGNORE."""
     system = {"role": "system", "content": prompts.SYSTEM}
     reply = {"role": "assistant", "content": _program_reply(example.program)}
     if fmt == "leti":
-        head = f"{GOOD if example.good else BAD}{FEEDBACK_BEGIN}{example.feedback.strip()}{FEEDBACK_END}"
-        text = _render(tokenizer, [system, {"role": "user", "content": head + example.question}, reply])
+        text = _render(tokenizer, [system, {"role": "user", "content": leti_user_turn(example)}, reply])
         split = text.index(FEEDBACK_END) + len(FEEDBACK_END)
     else:
         context = _render(tokenizer, [system, {"role": "user", "content": example.question}], generation=True)
