@@ -1,6 +1,6 @@
 """The teacher's report: one self-contained HTML file built from a folder of class logs.
 
-``pal-jupyter report LOGDIR`` reads every ``*.jsonl`` class log (see :mod:`pal_jupyter.classlog`)
+``pal-jupyter report LOGDIR`` reads every ``*.jsonl`` class log (see :mod:`pal_jupyter.classroom.classlog`)
 and writes an HTML page with plots and tables: questions per student, error types met, hints
 used before success, time to solution, and the questions the tutor itself could not solve.
 Figures are PNGs embedded as base64 data URLs and the styles are inline, so the file can be

@@ -7,7 +7,7 @@ a typed :class:`Attempt` for every program and the :class:`Vote` that chose the 
 
 Each round draws ``samples`` programs from one prompt in a single batched generation, runs
 each in its own fresh kernel, and takes a vote over their answers (PAL's self-consistency:
-see :mod:`pal_jupyter.vote`). The question is settled as soon as a round has an answer; only
+see :mod:`pal_jupyter.engine.vote`). The question is settled as soon as a round has an answer; only
 when no program of a round worked is one of the failures fed back for repair (LeTI), and the
 next round draws ``samples`` corrections of it.
 """

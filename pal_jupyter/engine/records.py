@@ -33,7 +33,7 @@ def to_jsonable(value: Any) -> Any:
 
 @dataclass(frozen=True)
 class ProgramAnswer:
-    """What one program answered (read by :func:`pal_jupyter.vote.read_answer`)."""
+    """What one program answered (read by :func:`pal_jupyter.engine.vote.read_answer`)."""
 
     kind: str  # "number", "text", "table" or "figure"
     text: str  # for people: the last line printed, or "a table (5 lines)" / "a figure"

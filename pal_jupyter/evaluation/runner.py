@@ -4,7 +4,7 @@ Each row needs a question (``question`` or ``input``) and an answer: GSM8K's ``a
 '#### n', a numeric ``target`` as in GSM-Hard, a plain ``answer`` (number or text), or
 ``"figure": true`` for "plot ..." questions (correct when the winning program drew a figure).
 Rows may carry ``variables`` (name -> object, e.g. DataFrames), handed to the program as
-``%%pal --use`` would (see :mod:`pal_jupyter.dataframe_suite`).
+``%%pal --use`` would (see :mod:`pal_jupyter.evaluation.dataframes`).
 
 Several settings (``Config``: samples per round, runtime, dtype, prompt style) can be compared in one
 run: every question is answered under each of them in turn, so a noisy, shared machine slows
