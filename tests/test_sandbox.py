@@ -340,8 +340,15 @@ def test_nothing_outlives_a_parent_killed_by_sigkill(level, tmp_path):
                               cwd=str(tmp_path))
     try:
         assert parent.stdout.readline().strip() == "detached"
-        tree = psutil.Process(parent.pid).children(recursive=True)
-        assert sum(p.cmdline() == ["sleep", "4321"] for p in tree) == 2
+
+        def sleeping() -> list[psutil.Process]:  # the double fork may still be on its way to exec sleep
+            try:
+                tree = psutil.Process(parent.pid).children(recursive=True)
+                return tree if sum(p.cmdline() == ["sleep", "4321"] for p in tree) == 2 else []
+            except psutil.Error:  # a step of the fork ended while we looked
+                return []
+
+        tree = wait_until(sleeping, timeout=10, what="both detached sleeps")
         parent.kill()
         parent.wait()
         gone, alive = psutil.wait_procs(tree, timeout=10)
