@@ -38,8 +38,9 @@ def main() -> None:
     parser.add_argument("--seed", type=int, default=None,
                         help="sampling seed: with several --second-opinion, each starts from the same first programs")
     parser.add_argument("--second-opinion", default="words",
-                        help="what a weak vote asks for first (for data: a look at the data; off: only more programs); "
-                             "several, comma-separated (off,words), run side by side, question by question")
+                        help="what a weak vote asks for first (look: for data, a look at it; words and off: only more "
+                             "programs for data); several, comma-separated (words,look), run side by side, question "
+                             "by question")
     parser.add_argument("--out", default="bench-results/effort-dataframes.json")
     args = parser.parse_args()
     configs = [Config(samples=args.samples, max_programs=args.max_programs, second_opinion=opinion)

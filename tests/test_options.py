@@ -19,7 +19,7 @@ def test_settings_has_exactly_the_declared_options_with_their_defaults():
 @pytest.mark.parametrize(("name", "value", "message"), [
     ("samples", 0, "samples must be a whole number from 1 to 16"),
     ("max_attempts", 11, "max_attempts must be a whole number from 1 to 10"),
-    ("second_opinion", "loud", "second_opinion must be one of words, off"),
+    ("second_opinion", "loud", "second_opinion must be one of words, look, off"),
     ("memory_gib", 1, "memory_gib must be a number from 1.5 to 4096"),
     ("readable", "/", "Readable path '/' refused: / is the whole filesystem"),
 ])

@@ -378,7 +378,8 @@ def test_a_weak_vote_on_data_looks_at_the_data_then_writes_more_programs_knowing
     model = ScriptedBackend(first + [right] * 5)
     observer = _LookRecorder()
     question = "What is the total revenue (units times price) of the East region? Print just the number."
-    session = solve(question, model=model, executor=pool, samples=5, observer=observer, variables={"sales": sales})
+    session = solve(question, model=model, executor=pool, samples=5, observer=observer, variables={"sales": sales},
+                    second_opinion="look")
     look = session.data_look
     assert observer.looks == [look] and look.round == 1
     assert "rows of sales where region == 'East': 3" in look.output and "region values: ['East', 'North', 'West']" in look.output
@@ -389,7 +390,11 @@ def test_a_weak_vote_on_data_looks_at_the_data_then_writes_more_programs_knowing
     pd.testing.assert_frame_equal(sales, before)
 
 
-def test_a_question_without_data_never_looks(pool):
-    model = ScriptedBackend([fenced(f"print({n})") for n in range(1, 11)])
-    session = solve("Q", model=model, executor=pool, samples=5, max_programs=10, second_opinion="off")
-    assert session.data_look is None and [w.how for w in session.weak_votes] == ["more"]
+def test_only_look_looks_and_only_at_data(pool):
+    import pandas as pd
+
+    sales = pd.DataFrame({"region": ["East", "West"], "units": [3, 5]})
+    for kwargs in ({"second_opinion": "words", "variables": {"sales": sales}}, {"second_opinion": "off"}):
+        model = ScriptedBackend([fenced(f"print({n})") for n in range(1, 11)])
+        session = solve("Total units?", model=model, executor=pool, samples=5, max_programs=10, **kwargs)
+        assert session.data_look is None and [w.how for w in session.weak_votes] == ["more"]

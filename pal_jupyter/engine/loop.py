@@ -108,9 +108,9 @@ def solve(
     most of them print wins (``session.vote``, ``session.agreement``). When that vote is weak
     (:func:`weak_vote`), the model first solves the question in words and writes one program that
     follows its steps (``second_opinion="words"``, questions without ``variables``: see
-    :mod:`.reasoning`); for a question about ``variables`` it looks at the data instead (a program
-    that prints the rows the question names: :mod:`.data_look`), and every later prompt carries what
-    it printed. While the vote is still weak, ``samples`` more are drawn and join the vote, up to
+    :mod:`.reasoning`); with ``second_opinion="look"``, a question about ``variables`` gets a look at
+    the data first (a program that prints the rows the question names: :mod:`.data_look`), and every
+    later prompt carries what it printed. While the vote is still weak, ``samples`` more are drawn and join the vote, up to
     ``max_programs`` in the round. The question is done at the first round where a program works
     (and ``checker``, when given, accepts it); otherwise a failure is fed back and the next round
     repairs it, up to ``max_attempts`` rounds.
@@ -165,11 +165,11 @@ def solve(
             candidates = round_.run(index, messages, question)
             session.attempts.extend(candidates)
             session.vote = take_vote(candidates)
-            if weak_vote(session.vote) and second_opinion == "words" and not variables \
+            if weak_vote(session.vote) and second_opinion in ("words", "look") and not variables \
                     and session.second_opinion is None and len(candidates) < max_programs:
                 _reason_first(session, round_, candidates, start)
             looked = False
-            if variables and second_opinion != "off" and session.data_look is None \
+            if variables and second_opinion == "look" and session.data_look is None \
                     and (weak_vote(session.vote) or session.vote.winner is None):
                 looked = _look_at_data(session, round_, index)
                 if looked:  # every later program is written knowing what the data holds

@@ -25,9 +25,10 @@ DEFAULT_SAMPLES = 5
 #: Most programs one prompt may get when its programs disagree (README, "Adaptive effort").
 DEFAULT_MAX_PROGRAMS = 15
 MAX_PROGRAMS = 48
-#: What a weak vote asks for before more programs: "words" (engine.reasoning; for data, a look at
-#: it: engine.data_look) or "off".
-SECOND_OPINIONS = ("words", "off")
+#: What a weak vote asks for before more programs: "words" (engine.reasoning, questions without
+#: data), "look" (that, and for questions about --use data a look at it first: engine.data_look;
+#: opt-in, it lost answers in the README's measurement) or "off".
+SECOND_OPINIONS = ("words", "look", "off")
 
 GIB = 1024**3
 
@@ -162,7 +163,8 @@ OPTIONS: dict[str, Option] = {o.name: o for o in (
            "SAMPLES more are written (1: never more than SAMPLES)", low=1, high=MAX_PROGRAMS),
     Option("second_opinion", str, SECOND_OPINIONS[0], "when the programs disagree, first: words (the model works "
            "the question out step by step in words, then writes one program that follows its steps; both join the "
-           "vote; for --use data instead a look at the data, whose output the next programs get) or off", choices=SECOND_OPINIONS),
+           "vote; not for --use data), look (words, and for --use data a look at it, whose output the next programs "
+           "get) or off", choices=SECOND_OPINIONS),
     Option("max_attempts", int, 3, "attempts per question, repairs included", flags=("-n",), low=1, high=10),
     Option("timeout", float, 30.0, "seconds a program may run", flags=("-t",), above=0, high=3600),
     Option("memory_gib", float, 2.0, "memory limit of the program's kernel, in GiB (its address space; in the "

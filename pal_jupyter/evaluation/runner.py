@@ -43,7 +43,7 @@ class Config:
 
     samples: int = 1
     max_programs: int = DEFAULT_MAX_PROGRAMS  # while the vote is weak, more programs up to this many
-    second_opinion: str = SECOND_OPINIONS[0]  # what a weak vote asks for first ("words" or "off")
+    second_opinion: str = SECOND_OPINIONS[0]  # what a weak vote asks for first ("words", "look" or "off")
     dtype: str = "auto"
     backend: str = "auto"  # the runtime of a local model: auto, torch or llamacpp
     prompt: str | None = None  # None: the model's own (an adapter's), else the measured default
@@ -61,7 +61,7 @@ class Config:
         guard = "" if self.guard else " no-guard"
         runtime = "" if self.backend == "auto" else f"{self.backend} "
         effort = f" (up to {self.max_programs})" if self.samples > 1 and self.max_programs > self.samples else ""
-        words = " +words" if self.samples > 1 and self.second_opinion == "words" else ""
+        words = f" +{self.second_opinion}" if self.samples > 1 and self.second_opinion != "off" else ""
         return (f"k={self.samples}{effort}{words} {runtime}{self.dtype} {self.prompt or 'default-prompt'}"
                 f"{temperature}{guard}")
 
