@@ -45,3 +45,14 @@ def test_solve_takes_settings_and_keyword_options_checked_the_same_way():
     with pytest.raises(TypeError, match="unknown option.* sampels"):
         solve("Q", model=model, sampels=5)
     assert model.calls == []  # all refused before the model is asked anything
+
+
+def test_a_limit_given_as_a_keyword_option_applies_to_the_programs():
+    from pal_jupyter import KernelPool
+    from pal_jupyter.kernels import ExecutorLimits
+
+    model = ScriptedBackend(["```python\nwhile True:\n    pass\n```"])
+    with KernelPool(ExecutorLimits(warm_imports=(), timeout_s=60)) as pool:
+        session = solve("Loop", model=model, executor=pool, samples=1, max_attempts=1, timeout=1.0)
+    assert session.attempts[0].error_type == "Timeout"
+    assert "longer than 1 s" in session.attempts[0].execution.error.evalue

@@ -116,8 +116,9 @@ def solve(
     repairs it, up to ``max_attempts`` rounds.
 
     ``generation`` and ``limits`` replace what the settings would give (a benchmark measuring a
-    knob the options do not offer); per-run limits come from ``settings`` when it is given, else
-    the executor's own apply. ``variables`` are copied into the child kernels and
+    knob the options do not offer). Per-run limits come from the settings when the caller chose
+    them (``settings`` given, or an option that shapes the limits, such as ``timeout=5``); else the
+    executor's own apply. ``variables`` are copied into the child kernels and
     described in the prompt, and a program that replaces one of them with invented data is
     refused before it runs (``guard_data=False`` runs it anyway: the benchmark measures the guard
     that way); of ``namespace`` (e.g. a notebook's globals) only the names a program actually
@@ -126,9 +127,10 @@ def solve(
     by default the backend's own ``prompt_style`` (a fine-tuned adapter is asked the way it was
     trained), else the measured default.
     """
-    if limits is None and settings is not None:
-        limits = settings.limits()
+    chosen = settings is not None
     settings = _adjusted(settings or Settings(), options)
+    if limits is None and (chosen or settings.limits() != Settings().limits()):
+        limits = settings.limits()
     samples, max_programs, second_opinion = settings.samples, settings.max_programs, settings.second_opinion
     question = (question or "").strip()
     if not question:
