@@ -355,14 +355,17 @@ def cpu_has_bf16(cpuinfo: str | Path = "/proc/cpuinfo") -> bool:
 
     Elsewhere (macOS, Windows, no /proc) the answer is False: fp32 is the safe choice.
     """
+    return bool(BF16_CPU_FLAGS & (cpu_flags(cpuinfo) or set()))
+
+
+def cpu_flags(cpuinfo: str | Path = "/proc/cpuinfo") -> set[str] | None:
+    """The CPU's feature flags from Linux ``/proc/cpuinfo``; None where there is no such file or line."""
     try:
         text = Path(cpuinfo).read_text(errors="replace")
     except OSError:
-        return False
-    for line in text.splitlines():
-        if line.startswith("flags"):
-            return bool(BF16_CPU_FLAGS & set(line.partition(":")[2].split()))
-    return False
+        return None
+    line = next((line for line in text.splitlines() if line.startswith("flags")), None)
+    return None if line is None else set(line.partition(":")[2].split())
 
 
 def resolve_source(source: str, dtype: str = "float32") -> str:

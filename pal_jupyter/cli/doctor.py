@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ..backends import choose_runtime, presets
-from ..backends.huggingface import GPU_DEVICE_FILES, gpu_available, resolve_device, resolve_dtype
+from ..backends.huggingface import GPU_DEVICE_FILES, cpu_flags, resolve_device, resolve_dtype
 from ..backends.openai_api import is_server_source
 from ..engine.isolation import fallback_note
 from ..errors import PalError
@@ -58,7 +58,7 @@ def checks(model: str) -> list[Check]:
         Check("pal-jupyter", _version()),
         Check("python", f"{platform.python_version()} ({sys.executable})"),
         Check("platform", platform.platform()),
-        Check("cpu flags", cpu_flags()),
+        Check("cpu flags", speed_flags()),
         _model(model),
         backend,
         _device(device),
@@ -91,13 +91,9 @@ def _version() -> str:
         return "unknown (not installed as a package)"
 
 
-def cpu_flags(cpuinfo: str = "/proc/cpuinfo") -> str:
+def speed_flags(cpuinfo: str = "/proc/cpuinfo") -> str:
     """Which of :data:`SPEED_FLAGS` the CPU has ('unknown' without a Linux x86 ``/proc/cpuinfo``)."""
-    try:
-        lines = Path(cpuinfo).read_text(errors="replace").splitlines()
-    except OSError:
-        return "unknown"
-    flags = next((set(line.partition(":")[2].split()) for line in lines if line.startswith("flags")), None)
+    flags = cpu_flags(cpuinfo)
     if flags is None:
         return "unknown"
     return ", ".join(f"{flag} {'yes' if flag in flags else 'no'}" for flag in SPEED_FLAGS)

@@ -19,15 +19,11 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from .filters import named_values
+from .filters import is_frame, named_values
 
 MAX_VALUES = 20  # a text column with more distinct values than this is not listed
 MAX_ROWS = 10  # rows shown per named value
 MAX_OUTPUT_CHARS = 3000  # of the look's output that goes into a prompt
-
-
-def is_frame(value: Any) -> bool:
-    return hasattr(value, "columns") and hasattr(value, "select_dtypes") and hasattr(value, "isna")
 
 
 def look_program(question: str, variables: Mapping[str, Any] | None) -> str | None:

@@ -41,11 +41,16 @@ class NamedValue:
         return f"{self.value!r} (a value of {self.variable}[{self.column!r}])"
 
 
+def is_frame(value: Any) -> bool:
+    """Whether ``value`` is a DataFrame (or quacks like one): what the data checks look into."""
+    return hasattr(value, "columns") and hasattr(value, "select_dtypes") and hasattr(value, "isna")
+
+
 def named_values(question: str, variables: Mapping[str, Any] | None) -> list[NamedValue]:
     """The values of the text columns of ``variables``' DataFrames that ``question`` names."""
     named: list[NamedValue] = []
     for name, frame in (variables or {}).items():
-        if not (hasattr(frame, "columns") and hasattr(frame, "select_dtypes")):
+        if not is_frame(frame):
             continue
         for column in frame.select_dtypes(include=["object", "category", "string"]).columns:
             values = frame[column].dropna()

@@ -52,8 +52,9 @@ class ChildKernel:
 
     Constructing it starts the kernel process (with limits, env, temp cwd) and runs the warm
     imports; it raises :class:`KernelError` if the kernel cannot start in time.
-    Attributes: ``pid`` (kernel process, also its process group), ``cwd`` (the program's temp
-    working dir), ``runtime_dir`` (ipc sockets and the kernel's own log), ``limits``.
+    Attributes: ``pid`` (the process we started: the launcher's keeper, under bwrap in a sandbox;
+    also the process group), ``cwd`` (the program's temp working dir), ``runtime_dir`` (the
+    connection file, the kernel's own log; its ipc sockets too outside a sandbox), ``limits``.
     """
 
     def __init__(

@@ -26,8 +26,9 @@ import resource
 import signal
 import sys
 import time
-from collections.abc import Callable
 from typing import IO, NoReturn
+
+from .processes import kill_descendants
 
 # The hard CPU limit sits a little above the soft one: at the soft limit the kernel gets
 # SIGXCPU (its default action ends the process, which the parent reports as a CPU-limit
@@ -120,17 +121,14 @@ def keep(kernel: int, parent: int, poll_s: float = KEEPER_POLL_S) -> NoReturn:
       ``kill -9``, or is gone before we look: nothing would be left to clean up after us;
     * SIGTERM arrives. SIGINT is for the kernel (an interrupt reaches the whole process group).
     """
-    from .processes import kill_descendants
-
     signal.signal(signal.SIGINT, signal.SIG_IGN)
-    signal.signal(signal.SIGTERM, lambda *_: _end_tree(kill_descendants, signal.SIGTERM))
+    signal.signal(signal.SIGTERM, lambda *_: _end_tree(signal.SIGTERM))  # a signal number is its wait status
     while True:
         status = _reap_all(kernel)
         if status is not None:
-            kill_descendants(os.getpid())
-            _exit_like(status)
+            _end_tree(status)
         if os.getppid() != parent:
-            _end_tree(kill_descendants, signal.SIGKILL)
+            _end_tree(signal.SIGKILL)
         time.sleep(poll_s)
 
 
@@ -149,14 +147,11 @@ def _reap_all(kernel: int) -> int | None:
             kernel_status = status
 
 
-def _end_tree(kill_descendants: Callable[[int], None], signum: int) -> NoReturn:
+def _end_tree(status: int) -> NoReturn:
+    """End everything below this process, then exit as a process with this wait status did, so our
+    parent sees the kernel's own end (a signal stays a signal: the executor tells a CPU limit or a
+    segfault apart by it)."""
     kill_descendants(os.getpid())
-    _exit_like(signum)  # a wait status of "ended by signum"
-
-
-def _exit_like(status: int) -> NoReturn:
-    """Exit as a process with this wait status did, so our parent sees the kernel's own end
-    (a signal stays a signal: the executor tells a CPU limit or a segfault apart by it)."""
     if os.WIFSIGNALED(status):
         signum = os.WTERMSIG(status)
         if signum not in (signal.SIGKILL, signal.SIGSTOP):  # the two that cannot be handled

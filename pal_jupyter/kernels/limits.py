@@ -10,7 +10,7 @@ import signal
 from dataclasses import dataclass, fields
 
 from ..errors import SettingError
-from .sandbox import exposure_problem
+from .sandbox import exposure_problem, readable_refusal
 
 MIN_MEMORY_BYTES = int(1.5 * 1024**3)  # an idle warm kernel reserves ~0.4-1 GiB of address space
 
@@ -50,7 +50,7 @@ class ExecutorLimits:
         for path in self.readable_paths:  # whether it exists is checked when a kernel starts
             problem = exposure_problem(path)
             if problem:
-                raise SettingError(f"Readable path {path!r} refused: {problem}.")
+                raise SettingError(readable_refusal(path, problem))
 
 
 def describe_exit(code: int | None, limits: ExecutorLimits) -> str:

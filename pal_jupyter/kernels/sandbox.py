@@ -160,9 +160,14 @@ def check_readable(paths: Iterable[str]) -> list[str]:
         real = os.path.realpath(os.path.expanduser(given))
         problem = exposure_problem(given) or (None if os.path.exists(real) else "it does not exist")
         if problem:
-            raise KernelError(f"Readable path {given!r} refused: {problem}.")
+            raise KernelError(readable_refusal(given, problem))
         checked.append(real)
     return checked
+
+
+def readable_refusal(given: str, problem: str) -> str:
+    """The one line that refuses a readable path, wherever it is checked."""
+    return f"Readable path {given!r} refused: {problem}."
 
 
 def exposure_problem(given: str) -> str | None:
