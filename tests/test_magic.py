@@ -110,6 +110,8 @@ def test_child_kernel_death_is_reported_and_the_user_kernel_survives(kernel):
         ("%%pal -t -5\nQ", "timeout must be a number above 0 and at most 3600 (seconds a program may run), not '-5'"),
         ("%%pal --timeout 0\nQ", "timeout must be a number above 0"),
         ("%%pal -n 0\nQ", "max_attempts must be a whole number from 1 to 10"),
+        ("%%pal --read /no/such/folder\nQ", "Readable path '/no/such/folder' refused: it does not exist."),
+        ("%%pal --read /\nQ", "Readable path '/' refused: / is the whole filesystem"),
         ("%%pal --tutor --check\nprint(1)", "--check checks your own code in the cell; it does not go with --tutor"),
         ("%%pal --tutor --assist\nQ", "Choose one of --tutor and --assist."),
         ("%config PalMagics.samples = 0", "samples must be a whole number from 1 to 16"),

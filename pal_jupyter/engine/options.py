@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
+import os
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -18,6 +19,7 @@ from typing import Any
 from ..backends import BACKENDS, SAMPLE_TEMPERATURE, GenerationOptions
 from ..errors import SettingError
 from ..kernels import ExecutorLimits
+from ..kernels.sandbox import readable_refusal
 
 MAX_SAMPLES = 16  # programs per round; beyond this a batch costs more than the vote gains
 #: Programs per round when the caller does not say (README, "Self-consistency": how it was chosen).
@@ -214,6 +216,9 @@ class Settings:
                 "temperature above 0 to draw several programs, or samples 1."
             )
         self.limits()  # the kernel's limits' own rules (readable paths that expose the home, ...), now
+        for path in self.readable_paths:  # now, before the model is asked, not when a program's kernel starts
+            if not os.path.exists(os.path.expanduser(path)):
+                raise OptionError(readable_refusal(path, "it does not exist"))
 
     def updated(self, values: Mapping[str, Any]) -> Settings:
         """A copy with the given values (None means "not given", except where None is a value)."""
