@@ -31,6 +31,7 @@ __version__ = "0.1.0"
 
 _PUBLIC = {
     "Attempt": "engine.records", "Session": "engine.records", "Vote": "engine.records",
+    "PromptContext": "engine.records",
     "SolveObserver": "engine.loop", "solve": "engine.loop",
     "ChildKernel": "kernels", "ExecutorLimits": "kernels", "KernelPool": "kernels",
     "ErrorInfo": "kernels", "ExecutionResult": "kernels", "StopReason": "kernels",

@@ -19,12 +19,20 @@ class UserKernel:
         self.kc = self.km.blocking_client()
         self.kc.start_channels()
         self.kc.wait_for_ready(timeout=60)
+        self.comm_messages: list[dict[str, Any]] = []  # comm_open / comm_msg the kernel sent
 
-    def run(self, code, timeout=120):
-        msg_id = self.kc.execute(textwrap.dedent(code))
+    def run(self, code, timeout=120, cell_id: str | None = None):
+        """Execute ``code`` as a notebook cell (``cell_id``: the cell's id, as JupyterLab sends it)."""
+        content = {"code": textwrap.dedent(code), "silent": False, "store_history": True,
+                   "user_expressions": {}, "allow_stdin": False, "stop_on_error": True}
+        request = self.kc.session.msg("execute_request", content, metadata={"cellId": cell_id} if cell_id else {})
+        self.kc.shell_channel.send(request)
+        msg_id = request["header"]["msg_id"]
         outputs = []
         while True:
             msg = self.kc.get_iopub_msg(timeout=timeout)
+            if msg["msg_type"] in ("comm_open", "comm_msg"):
+                self.comm_messages.append(msg["content"])
             if msg["parent_header"].get("msg_id") != msg_id:
                 continue
             kind, content = msg["msg_type"], msg["content"]
@@ -32,8 +40,16 @@ class UserKernel:
                 break
             if kind in ("stream", "display_data", "execute_result", "error", "update_display_data"):
                 outputs.append({"output_type": kind, **content})
-        reply = self.kc.get_shell_msg(timeout=timeout)
-        return reply["content"], outputs
+        while True:  # replies to earlier requests (a comm's) may come first
+            reply = self.kc.get_shell_msg(timeout=timeout)
+            if reply["parent_header"].get("msg_id") == msg_id:
+                return reply["content"], outputs
+
+    def answer_hello(self, frontend: str = "test-frontend") -> None:
+        """Answer the extension's hello on its comm, as the JupyterLab extension does."""
+        opened = next(c for c in self.comm_messages if c.get("target_name") == "pal_jupyter")
+        reply = {"comm_id": opened["comm_id"], "data": {"action": "hello", "frontend": frontend, "version": "0.1.0"}}
+        self.kc.shell_channel.send(self.kc.session.msg("comm_msg", reply))
 
     def child_kernels(self):
         parent = psutil.Process(self.km.provisioner.process.pid)

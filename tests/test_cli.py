@@ -82,6 +82,7 @@ def test_a_question_that_is_not_utf8_is_answered_and_traced(tiny_model_dir, tmp_
     (["ask", "--dtype", "float8", "q"], "dtype must be one of auto, float32, bfloat16, float16"),
     (["ask", "--read", "/no/such/folder", "q"], "Readable path '/no/such/folder' refused: it does not exist."),
     (["ask", "--read", "~", "q"], "Readable path '~' refused: ~ (which leads to"),
+    (["ask", "--context", "2", "q"], "--context is for %%pal in a notebook, where it sets how many of the notebook's last code cells"),
     (["bench", "--data", "/no/such/file.jsonl"], "No data file at /no/such/file.jsonl."),
     (["bench", "--data", "/"], "/ is a folder, not a JSONL data file."),
     (["bench", "--data", "{bad_json}"], "Line 2 of {bad_json} is not JSON"),

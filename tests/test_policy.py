@@ -160,3 +160,18 @@ def test_describe(config_file: Path) -> None:
     assert "not a security boundary" in text
     assert "student may change" in text  # max_attempts is not locked
     assert "loaded from: built-in defaults" in TeacherPolicy().describe()
+
+
+def test_every_setting_can_be_locked() -> None:
+    """A setting added to the policy but left out of the lock's validator would be silently unlockable."""
+    names = [n for n in TeacherPolicy.setting_names() if n != "locked"]
+    config = Config()
+    config.TeacherPolicy.locked = names
+    policy = TeacherPolicy.from_config(config)
+    changed = {"mode": "off", "off_message": "x", "max_requests_per_hour": 5, "error_help": "tip", "max_hint_level": 1,
+               "allow_solutions": False, "max_attempts": 2, "model": "lite", "log_dir": "/elsewhere",
+               "min_agreement": 0.9, "isolation": "process", "readable_paths": ["/srv"]}
+    assert sorted(changed) == sorted(names)
+    for name, value in changed.items():
+        with pytest.raises(PolicyError, match="locked"):
+            setattr(policy, name, value)

@@ -139,6 +139,14 @@ class ClassLog:
     solved = partialmethod(record, "solved")
     gave_up = partialmethod(record, "gave_up")
 
+    def recent(self, seconds: float) -> list[dict[str, Any]]:
+        """This student's records of the last ``seconds`` (for the policy's hourly limit)."""
+        if not self.path.exists():
+            return []
+        since = datetime.fromtimestamp(datetime.now(timezone.utc).timestamp() - seconds, timezone.utc).isoformat(
+            timespec="milliseconds")
+        return [record for record in read_log(self.path) if str(record.get("ts", "")) >= since]
+
     def write(self, entry: LogEvent) -> None:
         """Append ``entry`` as one line and fsync it before returning."""
         data = (json.dumps(entry.to_dict(), ensure_ascii=False, default=str) + "\n").encode("utf-8")

@@ -4,7 +4,8 @@ A teacher or JupyterHub admin sets it in the ordinary IPython/Jupyter traitlets 
 for example in the system-wide ``/etc/ipython/ipython_config.py`` (or
 ``{sys.prefix}/etc/ipython/ipython_config.py``, or a profile's ``ipython_config.py``)::
 
-    c.TeacherPolicy.mode = "tutor"              # hints and checks instead of finished programs
+    c.TeacherPolicy.mode = "tutor"              # hints and checks instead of finished programs ("off": no AI)
+    c.TeacherPolicy.max_requests_per_hour = 20  # per student; 0 = no limit
     c.TeacherPolicy.max_hint_level = 2          # sub-questions and skeletons, never the program
     c.TeacherPolicy.allow_solutions = False
     c.TeacherPolicy.max_attempts = 3
@@ -69,8 +70,21 @@ class LockedSettingError(PolicyError, TraitError):
 class TeacherPolicy(Configurable):
     """What %%pal may do for a student: set it in the system-wide IPython/Jupyter config."""
 
-    mode = Enum(["assist", "tutor"], "assist",
-                help="assist: write and run programs for the user; tutor: hints and checks first.").tag(config=True)
+    mode = Enum(["assist", "tutor", "off"], "assist",
+                help="assist: write and run programs for the user; tutor: hints and checks first; "
+                     "off: the magics show off_message and do nothing else (an exam, a course without AI)."
+                ).tag(config=True)
+    off_message = Unicode("AI help is turned off here by your teacher's policy.",
+                          help="What every %%pal magic answers while mode is 'off'.").tag(config=True)
+    max_requests_per_hour = Int(0, min=0,
+                                help="Most model requests per student in any hour (%%pal questions, checks and "
+                                     "explanations; hints already prepared are free); 0 = no limit. Counted "
+                                     "from the student's class log, so a restarted kernel does not reset it."
+                                ).tag(config=True)
+    error_help = Enum(["off", "button", "tip"], "button",
+                      help="Help at a student's failing cell: 'button' shows 'Explain this error' (and 'Hint' "
+                           "in tutor mode) on the cell in JupyterLab; 'tip' also prints a one-line tip once "
+                           "per session where no extension can show it; 'off' neither.").tag(config=True)
     max_hint_level = Int(3, min=0, max=3,
                          help="Highest hint: 0 none, 1 sub-questions, 2 code skeleton, 3 full program."
                          ).tag(config=True)
@@ -137,8 +151,8 @@ class TeacherPolicy(Configurable):
                              f"known settings: {', '.join(self.setting_names())}")
         return self._guard(proposal)
 
-    @validate("mode", "max_hint_level", "allow_solutions", "max_attempts", "model", "log_dir", "min_agreement",
-              "isolation", "readable_paths")
+    @validate("mode", "off_message", "max_requests_per_hour", "error_help", "max_hint_level", "allow_solutions",
+              "max_attempts", "model", "log_dir", "min_agreement", "isolation", "readable_paths")
     def _refuse_locked(self, proposal: Any) -> Any:
         return self._guard(proposal)
 

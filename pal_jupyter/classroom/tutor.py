@@ -31,6 +31,7 @@ from ..engine.extraction import clean_explanation, extract_code
 from ..engine.records import Session
 from ..errors import NoCodeError
 from ..kernels import ExecutionResult, ExecutorLimits, KernelPool
+from .steps import step_to_recheck
 
 BLANK = "___"
 LEVEL_TITLES = {1: "A plan: questions to guide you", 2: "A skeleton: fill in the blanks", 3: "The full program"}
@@ -255,8 +256,14 @@ def check_code(
     variables: dict[str, Any] | None = None,
     generation: GenerationOptions | None = None,
     limits: ExecutorLimits | None = None,
+    reference: str | None = None,
 ) -> CheckResult:
-    """Run a student's program; on an error or a wrong answer, explain it for a beginner."""
+    """Run a student's program; on an error or a wrong answer, explain it for a beginner.
+
+    ``reference`` (the tutor's verified program) lets a wrong answer's hint name the step to
+    re-check (:mod:`~pal_jupyter.classroom.steps`). Unless solutions are allowed, the expected
+    answer is scrubbed from the model's explanation: the model is told it, the student is not.
+    """
     result = pool.run(code, variables, limits=limits)
     check = CheckResult(code=code, execution=result, expected=expected, got=parse_number(result.text_output()))
     if not result.ok:
@@ -273,7 +280,15 @@ def check_code(
         feedback += f"\nThe expected answer is {expected:g}."
     reply = backend.generate(_check_messages(code, feedback, question), generation or GenerationOptions())
     check.explanation, fixed = _split_reply(reply.text)
+    if check.verdict == "wrong_answer" and not allow_solution:
+        check.explanation = scrub_answer(check.explanation, expected)
     check.hint = _hint_from(check)
+    if check.verdict == "wrong_answer" and reference:
+        pointer = step_to_recheck(code, reference, pool, limits)
+        if pointer is not None:
+            check.hint = pointer.hint()
+            check.line = pointer.step.line if pointer.step is not None else None
+            check.line_text = pointer.code_line
     if allow_solution and fixed:
         verified = pool.run(fixed, variables, limits=limits)
         if verified.ok and (expected is None or numbers_match(parse_number(verified.text_output()), expected)):
@@ -320,18 +335,32 @@ def _hint_from(check: CheckResult) -> str:
 # ---------------------------------------------------------------------- explaining an exception
 
 
+EXPLAIN_ASK = ("Explain in two or three plain sentences what went wrong and how to fix it. Do not write the "
+               "whole program; at most show the one corrected line.")
+# Tutor mode: the student should make the fix, so the explanation names the line and asks.
+EXPLAIN_HINT = ("Explain in two or three short, plain sentences, for a beginner, what went wrong on that line "
+                "and why. Then ask one question that leads the student to the fix. Do not write any code and "
+                "do not give the corrected line.")
+
+
 def explain_error(
-    code: str, error_text: str, backend: ModelBackend, generation: GenerationOptions | None = None
+    code: str, error_text: str, backend: ModelBackend, generation: GenerationOptions | None = None,
+    *, as_hint: bool = False,
 ) -> str:
-    """A plain-language explanation of an error that already happened; nothing is run."""
+    """A plain-language explanation of an error that already happened; nothing is run.
+
+    ``as_hint`` (tutor mode without solutions): a hint that names the line and asks, no fix.
+    """
     messages: list[ChatMessage] = [
         {"role": "system", "content": prompts.SYSTEM},
         {"role": "user", "content": (
             f"A beginner ran this code:\n```python\n{code}\n```\n\nand got this error:\n```text\n{error_text.strip()}\n```\n\n"
-            "Explain in two or three plain sentences what went wrong and how to fix it. Do not write the "
-            "whole program; at most show the one corrected line."
+            + (EXPLAIN_HINT if as_hint else EXPLAIN_ASK)
         )},
     ]
     options = GenerationOptions(max_new_tokens=200, stop_after_code=False,
                                 temperature=generation.temperature if generation else 0.0)
-    return prompts_clean(backend.generate(messages, options).text)
+    text = backend.generate(messages, options).text
+    if as_hint:  # a hint holds no code, whatever the model wrote: the code block ends the hint
+        text = text.split("```")[0]
+    return prompts_clean(text)

@@ -59,7 +59,10 @@ def _add_engine_options(parser: argparse.ArgumentParser, *, compare: bool = Fals
     also = " (several, comma-separated, are compared side by side)"
     for name, option in OPTIONS.items():
         default = default_model() if name == "model" else option.default
-        if compare and name in COMPARED:
+        if option.notebook_only:
+            parser.add_argument(option.flag, dest=name, action=_NotebookOnly, nargs="?", default=default,
+                                help=argparse.SUPPRESS)
+        elif compare and name in COMPARED:
             parser.add_argument(*option.flags, option.flag, dest=name, type=_listed(option.parse), default=[default],
                                 metavar=name.upper(), help=option.help + also)
         else:
@@ -70,6 +73,16 @@ def _add_engine_options(parser: argparse.ArgumentParser, *, compare: bool = Fals
         parser.add_argument("--data-guard", default=[True], type=_listed(_on_off),
                             help="on: refuse programs that overwrite the data handed over (as users get); "
                                  "off: run them, to measure what the guard prevents" + also)
+
+
+class _NotebookOnly(argparse.Action):
+    """An option that needs a notebook (``--context``: its last cells) is refused in one line that says
+    so, rather than argparse's "unrecognized arguments", or being taken and quietly doing nothing."""
+
+    def __call__(self, parser: argparse.ArgumentParser, namespace: argparse.Namespace, values: Any,
+                 option_string: str | None = None) -> None:
+        parser.error(f"{option_string} is for %%pal in a notebook, where it sets {OPTIONS[self.dest].help}; the "
+                     "command line has no notebook cells to send")
 
 
 def default_model() -> str:

@@ -31,6 +31,10 @@ class ConsoleObserver(SolveObserver):
     def _print(self, text: str = "") -> None:
         print(text, file=self.out, flush=True)
 
+    def session_started(self, session: Session) -> None:
+        if session.context is not None:  # what the notebook sent besides the question, before any program
+            self._print(self._style(session.context.note, "2"))
+
     def attempt_started(self, attempt: Attempt) -> None:
         if attempt.kind == "reasoned":
             self._print()

@@ -31,7 +31,7 @@ from . import data_look, prompts, reasoning
 from .extraction import extract_code, free_names, replaced_variables, replacement_started
 from .filters import NamedValue, named_values
 from .options import OPTIONS, Settings
-from .records import Attempt, DataLook, ProgramAnswer, SecondOpinion, Session, Vote, WeakVote
+from .records import Attempt, DataLook, ProgramAnswer, PromptContext, SecondOpinion, Session, Vote, WeakVote
 from .trace import TraceWriter
 from .vote import mark_off_target, read_answer, take_vote
 
@@ -93,6 +93,7 @@ def solve(
     guard_data: bool = True,
     generation: GenerationOptions | None = None,
     limits: ExecutorLimits | None = None,
+    context: PromptContext | str | None = None,
     **options: Any,
 ) -> Session:
     """Answer ``question`` with programs, voting over their answers and repairing failures.
@@ -125,7 +126,10 @@ def solve(
     uses are copied in. Every program is appended to ``trace`` (a JSONL path) when given.
     ``prompt_style`` picks the worked examples (:data:`pal_jupyter.engine.prompts.PROMPT_STYLES`);
     by default the backend's own ``prompt_style`` (a fine-tuned adapter is asked the way it was
-    trained), else the measured default.
+    trained), else the measured default. ``context`` (a notebook's last cells and error:
+    :mod:`pal_jupyter.notebook.context`) is shown before the question in its own turn of every prompt,
+    for reference, and kept in ``session.context``; the ``context`` *option* (how many cells) is the
+    notebook's to read, not this function's.
     """
     chosen = settings is not None
     settings = _adjusted(settings or Settings(), options)
@@ -137,6 +141,8 @@ def solve(
         raise EmptyQuestionError()
     if prompt_style is not None:
         prompts.prompt_style(prompt_style)  # an unknown style fails before anything starts
+    shown = _prompt_context(context)
+    context_text = shown.text if shown is not None else None  # what every prompt puts before the question
     generation = generation or settings.generation()
     generation.temperature_for(samples)  # greedy decoding cannot draw several programs
     observer = observer or SolveObserver()
@@ -152,6 +158,7 @@ def solve(
             started_at=datetime.now(timezone.utc).isoformat(timespec="seconds"),
             variables=sorted(variables or {}),
             samples=samples,
+            context=shown,
         )
         observer.session_started(session)
         start = time.perf_counter()
@@ -159,7 +166,7 @@ def solve(
         # about the user's variables get worked examples about data.
         style = (prompt_style or getattr(backend, "prompt_style", None)
                  or (prompts.DATA_STYLE if variables else prompts.DEFAULT_STYLE))
-        messages = prompts.pal_messages(question, variables, style=style)
+        messages = prompts.pal_messages(question, variables, style=style, context=context_text)
         repaired: list[str | None] = []  # the programs fed back so far
         round_ = _Round(backend, pool, samples, checker, variables, namespace, generation, observer, guard_data, limits,
                         named_values(question, variables))
@@ -175,7 +182,8 @@ def solve(
                     and (weak_vote(session.vote) or session.vote.winner is None):
                 looked = _look_at_data(session, round_, index)
                 if looked:  # every later program is written knowing what the data holds
-                    messages = prompts.pal_messages(question, variables, style=style, look=_look_output(session))
+                    messages = prompts.pal_messages(question, variables, style=style, look=_look_output(session),
+                                                    context=context_text)
             while weak_vote(session.vote) and len(candidates) < max_programs:
                 _more_programs(session, round_, messages, candidates, max_programs, start,
                                how="look" if looked else "more")
@@ -190,7 +198,7 @@ def solve(
             basis = repair_basis(candidates)
             messages = prompts.repair_messages(
                 question, basis.code, basis.feedback, variables, repeated=basis.code in repaired and basis.code is not None,
-                look=_look_output(session),
+                look=_look_output(session), context=context_text,
             )
             repaired.append(basis.code)
     observer.session_finished(session)
@@ -201,6 +209,21 @@ def solve(
             "Try rephrasing the question or a larger model."
         )
     return session
+
+
+def _prompt_context(context: PromptContext | str | None) -> PromptContext | None:
+    """``solve``'s ``context`` as a record; a number is the notebook's option (how many cells), which
+    only the notebook can turn into text, so it is refused rather than sent as "3"."""
+    if context is None or isinstance(context, PromptContext):
+        return context
+    if isinstance(context, str):
+        return PromptContext(context)
+    raise TypeError(f"solve()'s context is the text shown before the question (a PromptContext or str), not "
+                    f"{context!r}; the number of notebook cells is the notebook's option (%%pal --context N).")
+
+
+def _context_text(session: Session) -> str | None:
+    return session.context.text if session.context is not None else None
 
 
 def _adjusted(settings: Settings, options: Mapping[str, Any]) -> Settings:
@@ -265,15 +288,16 @@ def _reason_first(session: Session, round_: _Round, candidates: list[Attempt], s
     options = dataclasses.replace(round_.generation, temperature=None, seed=None, stop_after_code=False,
                                   stop_when=None, max_new_tokens=reasoning.WORDS_TOKENS)
     try:
-        words = generate_candidates(round_.backend, reasoning.words_messages(session.question), 1, options,
+        asked = reasoning.words_messages(session.question, _context_text(session))
+        words = generate_candidates(round_.backend, asked, 1, options,
                                     on_token=lambda _row, text: round_.observer.reasoning_token(session, text))[0].text
     except PalError as exc:  # the programs' answer stands; more programs may still follow
         log.warning("No answer in words (%s); going on without it.", exc)
         return
     seconds = time.perf_counter() - words_start
     session.weak_votes.append(weak)
-    program = round_.run(vote.round, reasoning.program_messages(session.question, words), session.question,
-                         drawn=len(candidates), count=1, kind="reasoned")
+    program = round_.run(vote.round, reasoning.program_messages(session.question, words, _context_text(session)),
+                         session.question, drawn=len(candidates), count=1, kind="reasoned")
     opinion = SecondOpinion(vote.round, words.strip(), reasoning.read_words_answer(words), seconds,
                             program[0].sample)
     session.second_opinion = opinion

@@ -31,6 +31,11 @@ MAX_PROGRAMS = 48
 #: data), "look" (that, and for questions about --use data a look at it first: engine.data_look;
 #: opt-in, it lost answers in the README's measurement) or "off".
 SECOND_OPINIONS = ("words", "look", "off")
+#: Most earlier cells a question may be sent with (``context``), and the cap on what they cost the
+#: prompt: a few cells are what "fix the error above" needs; more would crowd out the question on a
+#: small model's context and slow every prefill on a CPU.
+MAX_CONTEXT_CELLS = 20
+MAX_CONTEXT_TOKENS = 1000
 
 GIB = 1024**3
 
@@ -52,6 +57,7 @@ class Option:
     above: float | None = None
     choices: tuple[str, ...] | None = None
     optional: bool = False  # None is a value (it means "decide for me")
+    notebook_only: bool = False  # needs a notebook (its cells): a %%pal flag and trait, refused by the CLI
 
     @property
     def flag(self) -> str:
@@ -182,6 +188,9 @@ OPTIONS: dict[str, Option] = {o.name: o for o in (
     Option("max_new_tokens", int, 512, "most tokens the model may write per program", low=1, high=8192),
     Option("server_timeout", float, 60.0, "seconds to wait for a model server's next token (openai: models)",
            above=0, high=3600),
+    Option("context", int, 0, "how many of the notebook's last code cells, with its last error when they raised "
+           f"it, the model is shown before the question (at most {MAX_CONTEXT_TOKENS} tokens; 0: none)",
+           low=0, high=MAX_CONTEXT_CELLS, notebook_only=True),
 )}
 
 
@@ -206,6 +215,7 @@ class Settings:
     seed: int | None = OPTIONS["seed"].default
     max_new_tokens: int = OPTIONS["max_new_tokens"].default
     server_timeout: float = OPTIONS["server_timeout"].default
+    context: int = OPTIONS["context"].default  # the notebook's (notebook.context); the engine has no cells to read
 
     def __post_init__(self) -> None:
         for name in OPTIONS:

@@ -332,10 +332,33 @@ def _question_text(question: str, variables: Mapping[str, Any] | None, look: str
     return f"{text}\n\n{data_look.look_text(look)}" if look else text
 
 
+CONTEXT_INTRO = (
+    "For reference only, the last cells I ran in my notebook, oldest first (do not repeat them unless the "
+    "question asks):"
+)
+CONTEXT_QUESTION = "My question:"
+
+
+def context_block(context: str) -> str:
+    """The notebook's cells and last error as the model is shown them, labelled as reference."""
+    return f"{CONTEXT_INTRO}\n\n{context.strip()}"
+
+
+def with_context(text: str, context: str | None) -> str:
+    """The question's turn with the notebook context before it (:mod:`pal_jupyter.notebook.context`),
+    or ``text`` as it is without any. Only ever the final user turn: the system message and the worked
+    examples before it stay the same, and with them the backend's cached prefix."""
+    if not context or not context.strip():
+        return text
+    return f"{context_block(context)}\n\n{CONTEXT_QUESTION}\n{text}"
+
+
 def pal_messages(
-    question: str, variables: Mapping[str, Any] | None = None, style: str = DEFAULT_STYLE, look: str | None = None
+    question: str, variables: Mapping[str, Any] | None = None, style: str = DEFAULT_STYLE, look: str | None = None,
+    context: str | None = None,
 ) -> list[ChatMessage]:
-    """The first prompt for a question: the style's system message and worked examples, then the question.
+    """The first prompt for a question: the style's system message and worked examples, then the question
+    (after the notebook ``context``, when there is one).
 
     For a fixed style everything before the question is the same for every question, which is
     what lets the backend reuse its key/value cache; a similar-examples style shares the system
@@ -346,7 +369,7 @@ def pal_messages(
     for example_question, example_answer in chosen.turns(question):
         messages.append({"role": "user", "content": example_question})
         messages.append({"role": "assistant", "content": example_answer})
-    messages.append({"role": "user", "content": _question_text(question, variables, look)})
+    messages.append({"role": "user", "content": with_context(_question_text(question, variables, look), context)})
     return messages
 
 
@@ -365,15 +388,18 @@ def repair_messages(
     *,
     repeated: bool = False,
     look: str | None = None,
+    context: str | None = None,
 ) -> list[ChatMessage]:
-    """The prompt after a failed attempt: question, failed program, interpreter feedback.
+    """The prompt after a failed attempt: question (after the notebook ``context``, when there is one), failed
+    program, interpreter feedback.
 
     ``repeated``: the last "correction" was the same program as before. Saying so changes the
     prompt, which matters with greedy decoding: the same prompt would get the same reply again.
     """
     if len(feedback) > MAX_FEEDBACK_CHARS:
         feedback = "...\n" + feedback[-MAX_FEEDBACK_CHARS:]
-    parts = [f"Question: {_question_text(question, variables, look)}"]
+    parts = [context_block(context)] if context and context.strip() else []
+    parts.append(f"Question: {_question_text(question, variables, look)}")
     if program is None:
         parts.append("Your previous reply contained no Python code.")
     else:

@@ -23,7 +23,7 @@ import re
 
 from ..backends import ChatMessage
 from .answers import parse_number
-from .prompts import SYSTEM
+from .prompts import SYSTEM, with_context
 from .records import ProgramAnswer
 from .vote import format_number
 
@@ -42,16 +42,16 @@ _ANSWER_LINE = re.compile(r"Answer:\s*\**\s*\$?\s*(-?[\d,]*\.?\d+)", re.IGNORECA
 _BOXED = re.compile(r"\\boxed\{\s*\\?\$?\s*(-?[\d,]*\.?\d+)")
 
 
-def words_messages(question: str) -> list[ChatMessage]:
-    """The prompt for a step-by-step answer in words."""
-    return [{"role": "system", "content": WORDS_SYSTEM}, {"role": "user", "content": question}]
+def words_messages(question: str, context: str | None = None) -> list[ChatMessage]:
+    """The prompt for a step-by-step answer in words (after the notebook ``context``, when there is one)."""
+    return [{"role": "system", "content": WORDS_SYSTEM}, {"role": "user", "content": with_context(question, context)}]
 
 
-def program_messages(question: str, reasoning: str) -> list[ChatMessage]:
+def program_messages(question: str, reasoning: str, context: str | None = None) -> list[ChatMessage]:
     """The prompt for a program that follows ``reasoning`` (the model's own words answer)."""
     return [
         {"role": "system", "content": SYSTEM},
-        {"role": "user", "content": question},
+        {"role": "user", "content": with_context(question, context)},
         {"role": "assistant", "content": reasoning},
         {"role": "user", "content": FOLLOW_YOUR_STEPS},
     ]

@@ -246,6 +246,17 @@ class SecondOpinion:
     program: int  # the round's sample number of the program that follows these steps
 
 
+@dataclass(frozen=True)
+class PromptContext:
+    """What the model is shown before the question, for reference only: in a notebook, its last cells
+    and last error (:mod:`pal_jupyter.notebook.context`). ``text`` is put in the question's own turn
+    (:func:`pal_jupyter.engine.prompts.with_context`); ``note`` says in one line what it holds and what
+    a cap left out, for whoever reads the answer. An empty ``text`` sends nothing; its note says why."""
+
+    text: str
+    note: str = ""
+
+
 @dataclass
 class Session:
     """One question, every program tried for it, and the vote that chose the answer."""
@@ -263,6 +274,7 @@ class Session:
     weak_votes: list[WeakVote] = field(default_factory=list)  # why more programs were written
     second_opinion: SecondOpinion | None = None  # the words answer asked for when programs disagreed
     data_look: DataLook | None = None  # what a look at the data printed, when programs about it disagreed
+    context: PromptContext | None = None  # what the model was shown before the question (a notebook's cells)
 
     def round(self, index: int) -> list[Attempt]:
         """The candidates of round ``index``."""
@@ -337,5 +349,6 @@ def attempt_record(session: Session, attempt: Attempt) -> dict[str, Any]:
         votes=group.votes if group else 0,  # programs of its round that gave the same answer
         won_vote=bool(vote and group is vote.winner),
         started_at=session.started_at,
+        context=to_jsonable(session.context),  # what the model saw besides the question (its messages hold it too)
     )
     return record

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import logging
 import uuid
+from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
@@ -49,7 +50,7 @@ class FrontendLink:
     def __init__(self) -> None:
         self.available = False
         self.frontend: str | None = None
-        self.replies: list[dict[str, Any]] = []
+        self.replies: deque[dict[str, Any]] = deque(maxlen=100)  # the latest, for debugging; one per failed cell
         self._comm: Any = None
         self._listeners: list[Callable[[dict[str, Any]], None]] = []
 

@@ -1,4 +1,5 @@
-"""The IPython surface: ``%%pal`` / ``%pal``, ``%pal_hint``, ``%pal_explain``, ``%pal_policy``, ``%pal_config``.
+"""The IPython surface: ``%%pal`` / ``%pal``, ``%pal_hint``, ``%pal_explain``, ``%pal_mode``, ``%pal_policy``,
+``%pal_config``.
 
 ``%load_ext pal_jupyter`` registers :class:`PalMagics`, starts warming a child kernel, and says
 hello to the JupyterLab extension. Defaults are traitlets built from the option declarations
@@ -32,7 +33,7 @@ log = logging.getLogger(__name__)
 
 CHILD_KERNEL_VARIABLE = "PAL_JUPYTER_CHILD_KERNEL"  # set in every child kernel's environment
 CELL_OPTIONS = ("model", "adapter", "backend", "samples", "max_programs", "second_opinion", "max_attempts", "timeout",
-                "temperature", "seed", "isolation", "readable", "server_timeout")  # per-cell flags
+                "temperature", "seed", "isolation", "readable", "server_timeout", "context")  # per-cell flags
 
 
 def option_arguments(*names: str) -> Callable[[Any], Any]:
@@ -69,6 +70,7 @@ class PalMagics(Magics):
     seed = OPTIONS["seed"].trait()
     max_new_tokens = OPTIONS["max_new_tokens"].trait()
     server_timeout = OPTIONS["server_timeout"].trait()
+    context = OPTIONS["context"].trait()
     insert = Bool(True, help="Insert the winning program as a new cell below the %%pal cell.").tag(config=True)
     run_inserted = Bool(False, help="Run the inserted cell in your kernel (it has side effects).").tag(config=True)
     auto_variables = Bool(True, help="Copy in data variables that the question or program names.").tag(config=True)
@@ -124,8 +126,11 @@ class PalMagics(Magics):
         if not question:
             raise UsageError("The %%pal cell is empty: write your question in the cell below '%%pal', "
                              "for example: How far does a train go at 60 mph in 2.5 hours?")
+        if self.runtime.turned_off():
+            return
         with _one_line_errors():
             request = self.runtime.resolve(args, question)
+            self.runtime.count_request(request.mode, question)
             self.runtime.announce_isolation(request.settings)
             {"assist": assist.ask, "tutor": tutor_view.run_tutor, "check": tutor_view.run_check}[request.mode](
                 self.runtime, request)
@@ -133,14 +138,40 @@ class PalMagics(Magics):
     @line_magic
     def pal_hint(self, line: str = "") -> None:
         """Reveal the next hint for the last tutor-mode question."""
+        if self.runtime.turned_off():
+            return
         with _one_line_errors():
             tutor_view.reveal_next(self.runtime, from_button=False)
 
+    @magic_arguments()
+    @argument("--cell", default=None, metavar="CELL_ID",
+              help="the cell whose error to explain (the 'Explain this error' button names it)")
     @line_magic
     def pal_explain(self, line: str = "") -> None:
-        """Explain the last error raised in this notebook, in plain words, without re-running it."""
+        """Explain the error of the cell run last (or of --cell), in plain words, without re-running it.
+
+        With a tutor question open, a last cell that ran but printed a wrong number is checked:
+        the step to re-check is named, never the answer.
+        """
+        args = parse_argstring(self.pal_explain, line)
+        if self.runtime.turned_off():
+            return
         with _one_line_errors():
-            tutor_view.explain_last_error(self.runtime)
+            self.runtime.count_request("explain")
+            tutor_view.explain(self.runtime, cell_id=args.cell)
+
+    @line_magic
+    def pal_mode(self, line: str = "") -> None:
+        """Switch AI help for this notebook: %pal_mode off | tutor | assist (a locked policy refuses).
+
+        A teacher can put ``%pal_mode off`` at the top of an exam notebook; without an argument it
+        shows the mode in force.
+        """
+        mode = line.strip()
+        with _one_line_errors():
+            if mode:
+                self.policy.override("mode", mode)
+            print(f"AI help in this notebook: {self.policy.mode} ({self.policy.origin('mode')}).")
 
     @line_magic
     def pal_policy(self, line: str = "") -> None:

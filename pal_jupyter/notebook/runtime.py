@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import logging
 import threading
+import time
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -28,6 +29,8 @@ from ..engine.trace import TraceWriter, default_trace_path
 from ..errors import PalError, PolicyError, SettingError
 from ..kernels import KernelPool
 from . import cells
+from .context import NotebookContext, collect
+from .error_help import CellWatcher
 from .variables import data_namespace, mentioned_variables, named_variables
 from .widgets import notice_bundle
 
@@ -51,6 +54,7 @@ class Request:
     quiet: bool = False
     hint_level: int | None = None
     expect: float | None = None
+    context: NotebookContext | None = None  # the notebook's last cells and error (--context N), capped
 
 
 class NotebookRuntime:
@@ -72,12 +76,17 @@ class NotebookRuntime:
         self._pool: KernelPool | None = None
         self._pool_lock = threading.Lock()
         self._notices: set[str] = set()  # the notices already shown in this session
+        self.cells = CellWatcher(self)  # the user's own cells: their errors, for help where they fail
 
     # ------------------------------------------------------------------ lifecycle
 
     def start(self) -> None:
-        """Greet the frontend extension, warm a kernel, optionally preload the model."""
+        """Greet the frontend extension, watch the user's cells, warm a kernel, optionally preload
+        the model (with AI turned off by the policy, only the first two: nothing else may start)."""
         self.link.open()
+        self.cells.register(self.shell)
+        if self.policy.mode == "off":
+            return
         try:
             self.pool(self.settings())
         except PalError as exc:  # e.g. a required sandbox that cannot run: said again, in one line, per cell
@@ -92,6 +101,7 @@ class NotebookRuntime:
             log.warning("Preloading the model failed: %s", exc)
 
     def close(self) -> None:
+        self.cells.unregister()
         with self._pool_lock:
             if self._pool is not None:
                 self._pool.close()
@@ -178,6 +188,7 @@ class NotebookRuntime:
             run=getattr(args, "run", False) or self.defaults.run_inserted,
             quiet=getattr(args, "quiet", False),
             hint_level=getattr(args, "hint_level", None), expect=getattr(args, "expect", None),
+            context=collect(self.shell, settings.context) if settings.context else None,
         )
 
     def _mode(self, args: Any) -> str:
@@ -194,6 +205,33 @@ class NotebookRuntime:
         mode = "tutor" if tutor else "assist" if assist else self.policy.mode
         self._allowed("mode", mode)
         return "tutor" if mode == "tutor" or not self.policy.allow_solutions else "assist"
+
+    def turned_off(self) -> bool:
+        """With ``TeacherPolicy.mode = "off"`` every magic shows the teacher's message and does nothing else."""
+        if self.policy.mode != "off":
+            return False
+        display(notice_bundle(self.policy.off_message), raw=True)
+        return True
+
+    def count_request(self, kind: str, question: str = "") -> None:
+        """Refuse a model request past the policy's hourly limit (PolicyError); otherwise count it.
+
+        Counted from the student's class log (questions, checks, explanations in the last hour), so
+        restarting the kernel does not reset it. An assist question is logged only when a limit applies.
+        """
+        limit = self.policy.max_requests_per_hour
+        if not limit:
+            return
+        recent = self.classlog.recent(seconds=3600)
+        # A tutor question logs itself twice (asked, then ready) and its checks share its id: count
+        # questions by id, and every check and explanation.
+        used = len({r["question_id"] for r in recent if r.get("event") == "question"}) + \
+            sum(1 for r in recent if r.get("event") in ("check", "explain"))
+        if used >= limit:
+            raise PolicyError(f"You have used the {limit} AI requests per hour your teacher's policy allows. "
+                              "Try it yourself for a while, or ask your teacher.")
+        if kind == "assist":  # tutor questions, checks and explanations log themselves
+            self.classlog.question(f"q-{time.time() * 1000:.0f}", question, details={"mode": "assist"})
 
     def _allowed(self, name: str, value: Any) -> Any:
         """``value`` if the notebook may set ``name`` to it; PolicyError (one line) if the policy locks it."""
@@ -214,8 +252,12 @@ class NotebookRuntime:
               backend: ModelBackend | None = None) -> Session:
         """Run the engine on ``request``: the one place the notebook assembles a ``solve`` call."""
         settings = request.settings
-        return solve(request.question, settings, model=backend or self.backend(settings), executor=self.pool(settings),
-                     variables=request.variables, namespace=request.namespace, trace=self.trace_writer(), observer=observer)
+        model = backend or self.backend(settings)
+        # The cap again, with the loaded model's tokenizer where it has one (resolve() could only estimate).
+        context = request.context.sent_to(model) if request.context is not None else None
+        return solve(request.question, settings, model=model, executor=self.pool(settings),
+                     variables=request.variables, namespace=request.namespace, trace=self.trace_writer(), observer=observer,
+                     context=context)
 
     def insert(self, session: Session, origin: str | None, attempt: Attempt | None = None, *, run: bool = False,
                allow_payload: bool = True) -> cells.Insertion:

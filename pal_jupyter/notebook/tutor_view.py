@@ -11,17 +11,19 @@ from __future__ import annotations
 import html
 import sys
 import time
-import traceback
 from typing import Any
 
 from IPython.display import display
 
-from ..classroom.tutor import TutorPlan, check_code, competing_approaches, explain_error, prepare_hints
+from ..classroom.tutor import (TutorPlan, check_code, competing_approaches, explain_error, prepare_hints,
+                               scrub_answer)
 from ..engine.loop import SolveObserver
 from ..engine.vote import competing_answers
 from ..errors import NoCodeError, PalError
+from .context import cell_frames
+from .error_help import CellRun
 from .runtime import NotebookRuntime, Request
-from .widgets import STYLE, TutorWidget, highlight, hint_text
+from .widgets import STYLE, TutorWidget, highlight, hint_text, notice_bundle
 
 CANNOT_SOLVE = ("I could not write a working program for this question myself, so I cannot guide you "
                 "reliably. Please ask your teacher.")
@@ -54,6 +56,8 @@ def run_tutor(runtime: NotebookRuntime, request: Request) -> None:
     try:
         backend = runtime.backend(request.settings)
         session = runtime.solve(request, observer=_Progress(widget), backend=backend)
+        if session.context is not None:  # what the notebook sent with the question, said out loud
+            display(notice_bundle(session.context.note), raw=True)
         plan = TutorPlan(request.question, session, min_agreement=policy.min_agreement)
         if plan.solvable and plan.sure:
             prepare_hints(plan, backend, cap, request.settings.generation())
@@ -182,7 +186,8 @@ def run_check(runtime: NotebookRuntime, request: Request) -> None:
     settings = request.settings
     result = check_code(code, backend=runtime.backend(settings), pool=runtime.pool(settings), expected=expected,
                         question=question, allow_solution=runtime.policy.solutions_allowed,
-                        generation=settings.generation(), limits=settings.limits())
+                        generation=settings.generation(), limits=settings.limits(),
+                        reference=plan.session.final.code if plan is not None and plan.session.final else None)
     runtime.classlog.check(question_id, question=question, succeeded=result.passed, error_type=result.error_type,
                            details={"line": result.line})
     if result.passed and plan is not None:
@@ -195,7 +200,8 @@ def check_text(result: Any) -> str:
     if result.passed:
         shown = "" if result.got is None else f" It prints {result.got:g}."
         return "Well done: your program runs" + (" and gives the expected answer." if result.expected is not None else ".") + shown
-    lines = ["Your program runs, but the answer is not right." if result.verdict == "wrong_answer"
+    printed = "nothing" if result.got is None else f"{result.got:g}"
+    lines = [f"Your program runs, but the answer is not right: it prints {printed}." if result.verdict == "wrong_answer"
              else f"Your program stopped with an error{f' on line {result.line}' if result.line else ''}."]
     if result.line_text:
         lines.append(f"  line {result.line}: {result.line_text}")
@@ -221,22 +227,87 @@ def check_html(result: Any) -> str:
     return "\n".join(parts)
 
 
-def explain_last_error(runtime: NotebookRuntime) -> None:
-    """Explain the user kernel's last exception (from sys.last_value) without re-running anything."""
+def explain(runtime: NotebookRuntime, cell_id: str | None = None) -> None:
+    """``%pal_explain``: explain the error of a cell (``cell_id``, else the last cell run), without
+    re-running it. A last cell that ran cleanly while a tutor question is open is checked against
+    the tutor's verified answer: a wrong number is a mistake too."""
+    if cell_id:
+        run = runtime.cells.failure(cell_id)
+        if run is None:
+            raise PalError("No error is recorded for that cell: it ran cleanly since, or the kernel restarted. "
+                           "Run the cell again to see its error, then ask again.")
+    else:
+        run = runtime.cells.last or _error_before_watching(runtime.shell)
+    if run is not None and run.failed:
+        _explain_error(runtime, run)
+        return
+    plan = runtime.tutor_plan
+    if run is not None and plan is not None and plan.sure and plan.answer_value is not None \
+            and run.finished >= plan.started:
+        _check_result(runtime, plan, [r for r in runtime.cells.runs_since(plan.started) if not r.failed])
+        return
+    raise PalError("There is no error to explain: the last cell you ran worked. %pal_explain explains the "
+                   "error of the cell run before it (or, with a tutor question open, a wrong result).")
+
+
+def _error_before_watching(shell: Any) -> CellRun | None:
+    """An error raised before the extension was loaded: IPython keeps the last one."""
     error = getattr(sys, "last_value", None) or getattr(sys, "last_exc", None)
     if error is None:
-        raise PalError("There is no error to explain yet: %pal_explain explains the last error a cell raised.")
-    code = _failing_cell(runtime.shell)
-    text = "".join(traceback.format_exception_only(type(error), error)).strip()
-    frames = [f for f in traceback.extract_tb(error.__traceback__) if "site-packages" not in (f.filename or "")]
-    if frames:
-        text = f"line {frames[-1].lineno}: {frames[-1].line}\n{text}"
-    explanation = explain_error(code, text, runtime.backend(runtime.settings()))
-    runtime.classlog.explain(_new_id("explain"), question=text.splitlines()[-1], error_type=type(error).__name__)
-    display({"text/plain": f"{text}\nWhat went wrong: {explanation}",
+        return None
+    frames = cell_frames(shell, error)
+    number = frames[0][0] if frames else None
+    history = shell.user_ns.get("In", [])
+    source = history[number] if number is not None and number < len(history) else _failing_cell(shell)
+    return CellRun(None, source, error, number, frames[-1] if frames else None)
+
+
+def _explain_error(runtime: NotebookRuntime, run: CellRun) -> None:
+    """The error in plain words; in tutor mode (or without solutions) a hint that names the line."""
+    policy = runtime.policy
+    as_hint = policy.mode == "tutor" or not policy.solutions_allowed
+    text = run.error_text()
+    explanation = explain_error(run.source, text, runtime.backend(runtime.settings()), as_hint=as_hint)
+    plan = runtime.tutor_plan
+    if plan is not None and not policy.solutions_allowed:
+        explanation = scrub_answer(explanation, plan.answer_value)
+    runtime.classlog.explain(_new_id("explain"), question=text.splitlines()[-1], error_type=run.error_name)
+    label = "A hint" if as_hint else "What went wrong"
+    display({"text/plain": f"{text}\n{label}: {explanation}",
              "text/html": f"{STYLE}<pre class='pal-error'>{html.escape(text)}</pre>"
-                          f"<div class='pal-explanation'><b>What went wrong:</b> {html.escape(explanation)}</div>"},
-            raw=True)
+                          f"<div class='pal-explanation'><b>{label}:</b> {html.escape(explanation)}</div>"},
+            raw=True, metadata={"pal_jupyter": {"explain": run.error_name}})
+
+
+def _check_result(runtime: NotebookRuntime, plan: TutorPlan, runs: list[CellRun]) -> None:
+    """Re-run the student's cells since the question in a child kernel; compare with the answer."""
+    settings = runtime.settings()
+    code = "\n\n".join(run.source.rstrip("\n") for run in runs)
+    reference = plan.session.final.code if plan.session.final else None
+    result = check_code(code, backend=runtime.backend(settings), pool=runtime.pool(settings),
+                        expected=plan.answer_value, question=plan.question,
+                        allow_solution=runtime.policy.solutions_allowed, generation=settings.generation(),
+                        limits=settings.limits(), reference=reference)
+    result.line = _line_in_cell(runs, result.line)  # the student counts lines per cell
+    runtime.classlog.check(plan.question_id, succeeded=result.passed, error_type=result.error_type,
+                           details={"line": result.line, "from": "pal_explain"})
+    left = len(plan.hints) - plan.shown
+    offer = f"\nThe next hint: run %pal_hint ({left} left)." if left and not result.passed else ""
+    note = ("" if result.passed or result.verdict == "wrong_answer" else
+            "\n(Your cells since the question were run together on their own, and stopped there.)")
+    display({"text/plain": check_text(result) + note + offer, "text/html": check_html(result)
+             + html.escape(note + offer).replace("\n", "<br>")},
+            raw=True, metadata={"pal_jupyter": {"check": result.verdict}})
+
+
+def _line_in_cell(runs: list[CellRun], line: int | None) -> int | None:
+    """A line of the cells joined by blank lines, as the line of the cell it came from."""
+    for run in runs:
+        count = len(run.source.rstrip("\n").splitlines())
+        if line is None or line <= count:
+            return line
+        line -= count + 1
+    return None
 
 
 def _failing_cell(shell: Any) -> str:

@@ -20,7 +20,8 @@ from collections.abc import Callable
 from typing import Any
 
 from ..engine.loop import SolveObserver
-from ..engine.records import Attempt, DataLook, Session, Vote
+from ..engine.prompts import context_block
+from ..engine.records import Attempt, DataLook, PromptContext, Session, Vote
 from ..engine.vote import doubt_message, effort_note, more_programs_reason, reasoning_reason, second_opinion_note
 
 _TOKEN_REFRESH_S = 0.1  # stream tokens to the browser at most ten times a second
@@ -132,8 +133,21 @@ def doubt_html(session: Session) -> str:
     return f"<div class='pal-doubt {css}' data-confidence='{session.confidence}'>{html.escape(message)}</div>"
 
 
+def context_html(context: PromptContext | None) -> str:
+    """The line saying what the notebook sent with the question (notebook.context), and, folded under
+    it, exactly the text the model was shown before the question."""
+    if context is None:
+        return ""
+    if not context.text.strip():
+        return f"<div class='pal-status pal-context'>{html.escape(context.note)}</div>"
+    return (f"<details class='pal-context'><summary class='pal-status'>{html.escape(context.note)}</summary>"
+            f"<pre class='pal-stream'>{html.escape(context_block(context.text))}</pre></details>")
+
+
 def summary_text(session: Session | None, question: str, status: str) -> str:
     lines = [f"%%pal: {question}"]
+    if session is not None and session.context is not None:
+        lines.append(session.context.note)
     if session is not None and session.succeeded and session.answer is not None:
         lines.append(f"Answer: {session.answer}")
     if session is not None and doubt_message(session):
@@ -157,7 +171,7 @@ def summary_text(session: Session | None, question: str, status: str) -> str:
 def summary_html(session: Session | None, question: str, status: str, finished: bool = True) -> str:
     """A static rendering of the whole session (for saved notebooks and HTML exports)."""
     parts = [STYLE, f"<div class='pal-header'><b>%%pal</b> {html.escape(question)}</div>",
-             _status_html(session, status, finished)]
+             context_html(session.context if session is not None else None), _status_html(session, status, finished)]
     if session is not None:
         parts.append(tally_html(session))
     for index in range(1, (session.rounds if session else 0) + 1):
@@ -413,9 +427,10 @@ class PalWidget(_LiveDisplay, SolveObserver):
     def _render_header(self) -> None:
         model = f" <span class='pal-status'>· {html.escape(self.model)}</span>" if self.model else ""
         tally = tally_html(self.session) if self.session is not None and self.finished else ""
+        context = context_html(self.session.context) if self.session is not None else ""
         self.header.value = (
             f"<div class='pal-header'><b>%%pal</b> {html.escape(self.question)}{model}</div>"
-            + _status_html(self.session, self.status, self.finished) + tally
+            + context + _status_html(self.session, self.status, self.finished) + tally
         )
 
     def _page(self, attempt: Attempt) -> _AttemptPage:

@@ -77,6 +77,9 @@ def _records(path: Path) -> Iterable[dict[str, Any]]:
 
 def _example(record: dict[str, Any]) -> Example | None:
     question = str(record.get("question") or "").strip()
+    context = record.get("context") or {}  # a notebook's cells the model was shown before the question
+    if question and isinstance(context, dict) and context.get("text"):
+        question = prompts.with_context(question, str(context["text"]))  # learn from what the model saw
     if "program" in record:  # pal-jupyter collect
         program = record.get("program")
         ran, correct = bool(record.get("ran")), record.get("correct")

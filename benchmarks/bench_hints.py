@@ -1,0 +1,135 @@
+"""Are the tutor's hints short and plain? Words and reading grade of the hints on 30 questions.
+
+    pip install textstat==0.7.8   # readability formulas; later versions fetch NLTK data from the network
+    python benchmarks/bench_hints.py [--data ../shared/data/gsm8k/test.jsonl] [--limit 30] [--model default]
+
+For each question the default model writes one greedy program (the tutor's own solution; a
+question whose program does not run is skipped and counted), then two kinds of hint are made
+as the product makes them:
+
+* **plan**: level 1 of the hint ladder, guiding sub-questions (``classroom.tutor.plan_hint``);
+* **error**: the tutor-mode explanation of a student's error (``explain_error(..., as_hint=True)``,
+  what "Explain this error" gives in tutor mode), for the program with one planted NameError (the
+  last use of a variable misspelt), the commonest error of beginners and of the model itself.
+
+Printed: per kind, words (median, p90, max), Flesch-Kincaid grade (median, p90, max), and how
+many are within the targets (at most 120 words; grade at most 8). Every hint goes to
+``bench-results/hints.jsonl`` to read.
+"""
+
+from __future__ import annotations
+
+import argparse
+import ast
+import json
+import statistics
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+from pal_jupyter import KernelPool
+from pal_jupyter.backends import GenerationOptions, load_model
+from pal_jupyter.backends.presets import DEFAULT_MODEL
+from pal_jupyter.classroom.tutor import explain_error, plan_hint
+from pal_jupyter.engine import prompts
+from pal_jupyter.engine.answers import parse_number
+from pal_jupyter.engine.extraction import extract_code
+from pal_jupyter.errors import NoCodeError
+
+MAX_WORDS, MAX_GRADE = 120, 8.0
+
+
+def planted_name_error(program: str) -> str | None:
+    """``program`` with the last use of an assigned variable misspelt (``total`` -> ``totl``)."""
+    tree = ast.parse(program)
+    assigned = {t.id for n in ast.walk(tree) if isinstance(n, ast.Assign) for t in n.targets if isinstance(t, ast.Name)}
+    uses = [n for n in ast.walk(tree) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load) and n.id in assigned
+            and len(n.id) > 2]
+    if not uses:
+        return None
+    use = max(uses, key=lambda n: (n.lineno, n.col_offset))
+    lines = program.splitlines()
+    line = lines[use.lineno - 1]
+    lines[use.lineno - 1] = line[:use.col_offset] + use.id[:-2] + use.id[-1] + line[use.end_col_offset:]
+    return "\n".join(lines)
+
+
+def readability(text: str) -> tuple[int, float]:
+    import textstat
+
+    return len(text.split()), float(textstat.flesch_kincaid_grade(text))
+
+
+def summary(name: str, rows: list[tuple[int, float]]) -> str:
+    if not rows:
+        return f"| {name} | 0 | | | | |"
+    words, grades = sorted(r[0] for r in rows), sorted(r[1] for r in rows)
+
+    def p90(values: list[Any]) -> Any:
+        return values[min(len(values) - 1, int(0.9 * len(values)))]
+
+    within = sum(1 for w, g in rows if w <= MAX_WORDS and g <= MAX_GRADE)
+    return (f"| {name} | {len(rows)} | {statistics.median(words):.0f} / {p90(words)} / {words[-1]} | "
+            f"{statistics.median(grades):.1f} / {p90(grades):.1f} / {grades[-1]:.1f} | "
+            f"{sum(1 for w in words if w <= MAX_WORDS)} | {sum(1 for g in grades if g <= MAX_GRADE)} | {within} |")
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--data", default="../shared/data/gsm8k/test.jsonl")
+    parser.add_argument("--limit", type=int, default=30)
+    parser.add_argument("--model", default=DEFAULT_MODEL)
+    parser.add_argument("--out", default="bench-results/hints.jsonl")
+    args = parser.parse_args()
+    try:
+        import textstat  # noqa: F401
+    except ImportError:
+        print("bench_hints needs textstat for the reading grade: pip install textstat==0.7.8", file=sys.stderr)
+        return 2
+    rows = [json.loads(line) for line in Path(args.data).read_text().splitlines()[: args.limit]]
+    backend = load_model(args.model)
+    greedy = GenerationOptions(temperature=0.0)
+    measured: dict[str, list[tuple[int, float]]] = {"plan": [], "error": []}
+    skipped, started = 0, time.time()
+    Path(args.out).parent.mkdir(parents=True, exist_ok=True)
+    with KernelPool() as pool, open(args.out, "w") as out:
+        for index, row in enumerate(rows, 1):
+            question = row["question"]
+            try:
+                program = extract_code(backend.generate(prompts.pal_messages(question), greedy).text).code
+            except NoCodeError:
+                skipped += 1
+                continue
+            result = pool.run(program)
+            if not result.ok:
+                skipped += 1
+                continue
+            answer = parse_number(result.text_output())
+            plan = plan_hint(question, program, answer, backend, greedy).text
+            measured["plan"].append(readability(plan))
+            record = {"question": question, "program": program, "plan": plan}
+            broken = planted_name_error(program)
+            if broken is not None:
+                error = pool.run(broken).error
+                if error is not None:
+                    text = f"line {error.lineno}: {broken.splitlines()[error.lineno - 1].strip()}\n" \
+                           f"{error.ename}: {error.evalue}" if error.lineno else f"{error.ename}: {error.evalue}"
+                    hint = explain_error(broken, text, backend, greedy, as_hint=True)
+                    measured["error"].append(readability(hint))
+                    record.update(broken=broken, error=text, error_hint=hint)
+            out.write(json.dumps(record) + "\n")
+            out.flush()
+            print(f"[{index}/{len(rows)}] {time.time() - started:.0f} s", file=sys.stderr, flush=True)
+    print(f"{len(rows)} questions from {args.data}, model {args.model}; skipped (no working program): {skipped}")
+    print(f"| hint | n | words: median / p90 / max | FK grade: median / p90 / max | <= {MAX_WORDS} words | "
+          f"grade <= {MAX_GRADE:g} | both |")
+    print("|---|---|---|---|---|---|---|")
+    for name, values in measured.items():
+        print(summary(name, values))
+    print(f"hints: {args.out}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,133 @@
+"""Help where the error is, AI off or limited by the teacher's policy (issue 24).
+
+The step pointer on real child kernels; the notebook flow in a real user kernel with a scripted
+model (the same set-up as ``test_tutor.py``), a real comm for the extension's side.
+"""
+
+import pytest
+from kernel_driver import text_of
+from test_tutor import log_events, start_kernel
+
+from pal_jupyter import KernelPool
+from pal_jupyter.classroom.steps import Step, first_unmatched_step, step_to_recheck
+
+PENCILS = "total = 12 * 24\ngiven = 3 * 85\nprint(total - given)"  # 12 boxes of 24 pencils, 3 each to 85 students
+
+
+@pytest.fixture(scope="module")
+def pool():
+    with KernelPool() as pool:
+        yield pool
+
+
+def test_the_first_step_with_a_number_no_correct_step_has_is_the_one_to_recheck():
+    reference = [Step(1, [288.0]), Step(2, [255.0]), Step(3, [33.0])]
+    assert first_unmatched_step([Step(1, [288.0]), Step(2, [174.0]), Step(3, [114.0])], reference).line == 2
+    assert first_unmatched_step([Step(1, [288.0]), Step(2, [255.0])], reference) is None
+
+
+def test_the_pointer_names_a_mistyped_number_without_giving_the_answer(pool):
+    student = "pencils = 12 * 24\ngiven = 3 * 58\nprint(pencils - given)"
+    check = step_to_recheck(student, PENCILS, pool)
+    assert check is not None and check.step.line == 2 and check.code_line == "given = 3 * 58"
+    hint = check.hint()
+    assert "`given = 3 * 58`: it gives 174" in hint and "33" not in hint
+    # Right steps, wrong thing printed: no line to blame, and it says so.
+    printed_wrong = step_to_recheck("total = 12 * 24\ngiven = 3 * 85\nleft = total - given\nprint(given)", PENCILS, pool)
+    assert printed_wrong.step is None and "steps are right" in printed_wrong.hint()
+    # A bare expression (a notebook's last line) is a step too, evaluated once.
+    assert step_to_recheck("n = [0]\nn.append(1)\nlen(n) * 87", PENCILS, pool).step.line == 3
+
+
+def test_a_failing_cell_is_offered_help_on_the_comm_and_explained_by_its_id(tmp_path):
+    kernel = start_kernel(tmp_path, [])
+    try:
+        kernel.answer_hello()
+        reply, outputs = kernel.run("x = 1\nx / 0", cell_id="cell-a")
+        assert reply["status"] == "error"
+        offers = [c["data"] for c in kernel.comm_messages if c.get("data", {}).get("action") == "offer_help"]
+        assert offers == [{"action": "offer_help", "cell_id": "cell-a", "ename": "ZeroDivisionError",
+                           "actions": [{"label": "Explain this error", "code": "%pal_explain --cell cell-a",
+                                        "title": "Explain the error in plain words (nothing is run again)"}]}]
+        kernel.run("print('another cell')", cell_id="cell-b")
+        kernel.run("%pal_explain --cell cell-a", cell_id="cell-c")  # a pal cell: offered nothing, remembered not
+        reply, outputs = kernel.run("%pal_explain --cell cell-a")
+        text = text_of(outputs)
+        assert "line 2: x / 0" in text and "ZeroDivisionError" in text and "cannot divide by zero" in text
+        reply, outputs = kernel.run("%pal_explain")
+        assert "no error to explain: the last cell you ran worked" in text_of(outputs)
+        kernel.run("x / 1", cell_id="cell-a")  # fixed: its error is gone
+        reply, outputs = kernel.run("%pal_explain --cell cell-a")
+        assert "No error is recorded for that cell" in text_of(outputs)
+        assert len([c for c in kernel.comm_messages if c.get("data", {}).get("action") == "offer_help"]) == 1
+    finally:
+        kernel.close()
+
+
+def test_without_an_extension_the_tip_shows_once_and_only_when_the_policy_asks(tmp_path):
+    kernel = start_kernel(tmp_path, ['c.TeacherPolicy.error_help = "tip"'])
+    try:
+        first = text_of(kernel.run("undefined_name + 1")[1])
+        second = text_of(kernel.run("1 / 0")[1])
+        assert "Stuck on this error? Run %pal_explain" in first and "Stuck on" not in second
+    finally:
+        kernel.close()
+    kernel = start_kernel(tmp_path / "default", [])
+    try:
+        assert "Stuck on" not in text_of(kernel.run("undefined_name + 1")[1])
+    finally:
+        kernel.close()
+
+
+def test_a_clean_cell_with_a_wrong_number_gets_the_step_to_recheck_and_the_next_hint(tmp_path):
+    kernel = start_kernel(tmp_path, ['c.TeacherPolicy.mode = "tutor"', "c.TeacherPolicy.allow_solutions = False"])
+    try:
+        reply, outputs = kernel.run("%%pal\nNatalia sold 48 clips in April and half as many in May. How many in total?")
+        assert reply["status"] == "ok", text_of(outputs)
+        kernel.run("april = 48")
+        kernel.run("may = april * 2\nprint(april + may)")  # 144, not 72
+        reply, outputs = kernel.run("%pal_explain")
+        text = text_of(outputs)
+        assert "Your program runs, but the answer is not right" in text
+        assert "line 1: may = april * 2" in text and "Re-check `may = april * 2`: it gives 96" in text
+        assert "The next hint: run %pal_hint (1 left)" in text and "72" not in text
+        assert log_events(tmp_path)[-1]["event"] == "check"
+    finally:
+        kernel.close()
+
+
+def test_ai_off_answers_with_the_teachers_message_and_starts_nothing(tmp_path):
+    kernel = start_kernel(tmp_path, ['c.TeacherPolicy.mode = "off"', 'c.TeacherPolicy.off_message = "Exam: no AI."',
+                                     'c.TeacherPolicy.locked = ["mode"]'])
+    try:
+        for cell in ("%%pal\nWhat is 6 times 7?", "%pal_hint", "%pal_explain"):
+            reply, outputs = kernel.run(cell)
+            assert reply["status"] == "ok" and text_of(outputs).strip() == "Exam: no AI.", text_of(outputs)
+        assert kernel.child_kernels() == []  # no warm kernel, no model
+        reply, outputs = kernel.run("%pal_mode assist")
+        assert "locked by your teacher's policy" in text_of(outputs)
+    finally:
+        kernel.close()
+
+
+def test_a_notebook_can_switch_ai_off_unless_the_mode_is_locked(tmp_path):
+    kernel = start_kernel(tmp_path, [])
+    try:
+        assert "off (changed in the notebook)" in text_of(kernel.run("%pal_mode off")[1])
+        assert "turned off" in text_of(kernel.run("%%pal\nWhat is 6 times 7?")[1])
+        assert "assist" in text_of(kernel.run("%pal_mode assist")[1])
+    finally:
+        kernel.close()
+
+
+def test_the_hourly_limit_counts_requests_from_the_class_log(tmp_path):
+    kernel = start_kernel(tmp_path, ["c.TeacherPolicy.max_requests_per_hour = 2"])
+    try:
+        for _ in range(2):
+            reply, outputs = kernel.run("%%pal -q --no-insert\nNatalia sold 48 clips in April and half as many in May.")
+            assert "72" in text_of(outputs), text_of(outputs)
+        reply, outputs = kernel.run("%%pal -q\nAnd in June?")
+        assert "used the 2 AI requests per hour" in text_of(outputs)
+        assert [e["event"] for e in log_events(tmp_path)] == ["question", "question"]
+    finally:
+        kernel.close()
