@@ -43,7 +43,7 @@ demo: $(STAMP) sandbox-deps  ## answer a sample question end to end with the emb
 test: $(TEST_STAMP) $(VLLM_STAMP) system-deps  ## the whole test suite: default-model, vLLM, sandbox and browser tests included
 	HF_HUB_OFFLINE=1 $(BIN)/python -m pytest -m "not hub" $(PYTEST_ARGS)
 
-# About 5 minutes on its own (vLLM's start is most of it), so not part of `make test`.
+# About 8 minutes on its own (vLLM's start is most of it), so not part of `make test`.
 test-hub: hub-deps $(VLLM_STAMP) sandbox-deps  ## a class of three behind a real JupyterHub, tutor questions at once
 	HF_HUB_OFFLINE=1 $(BIN)/python -m pytest -m hub tests/test_hub.py $(PYTEST_ARGS)
 

@@ -316,7 +316,8 @@ class Student:
             response = await client.post(f"{self.server_url}/api/kernels", json={"name": "python3"})
             assert response.status_code == 201, response.text
             self.kernel_id = response.json()["id"]
-        url = f"{self.server_url.replace('http', 'ws', 1)}/api/kernels/{self.kernel_id}/channels?session_id={self.session}"
+        channels = f"/api/kernels/{self.kernel_id}/channels?session_id={self.session}"
+        url = self.server_url.replace("http", "ws", 1) + channels
         self.socket = await websocket_connect(HTTPRequest(url, headers=headers), max_message_size=64 * 2**20)
 
     async def execute(self, code: str, timeout: float = 900) -> list[dict[str, Any]]:
