@@ -40,6 +40,7 @@ import sys
 import textwrap
 import time
 import uuid
+from contextlib import suppress
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -192,7 +193,7 @@ class ClassHub:
         tree += [p for p in _tree_of(tree) if p not in tree]
         _, alive = psutil.wait_procs(tree, timeout=10)
         for process in alive:
-            with _gone():
+            with suppress(psutil.Error):  # it ended while we looked
                 process.kill()
         psutil.wait_procs(alive, timeout=10)
 
@@ -200,7 +201,7 @@ class ClassHub:
         """Processes still running whose command line names this hub's folder (none after stop())."""
         found = []
         for process in psutil.process_iter(["pid", "cmdline", "environ"]):
-            with _gone():
+            with suppress(psutil.Error):  # it ended while we looked
                 text = " ".join(process.info["cmdline"] or []) + " ".join((process.info["environ"] or {}).values())
                 if str(self.work) in text and process.pid != os.getpid():
                     found.append(f"{process.pid}: {' '.join(process.info['cmdline'] or [])[:200]}")
@@ -279,19 +280,9 @@ def _tree_of(processes: list[psutil.Process]) -> list[psutil.Process]:
     """Every live process in the trees of ``processes`` (children started since they were listed)."""
     found: list[psutil.Process] = []
     for process in processes:
-        with _gone():
+        with suppress(psutil.Error):  # it ended while we looked
             found += [process, *process.children(recursive=True)]
     return found
-
-
-class _gone:
-    """Ignores a process that ended while we looked at it."""
-
-    def __enter__(self) -> None:
-        return None
-
-    def __exit__(self, kind: type | None, *rest: object) -> bool:
-        return kind is not None and issubclass(kind, (psutil.NoSuchProcess, psutil.AccessDenied))
 
 
 # -- a student's notebook kernel, through the proxy -----------------------------------------------
