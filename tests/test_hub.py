@@ -7,8 +7,8 @@ vLLM server with the lite model (``make vllm``), and notebook cells executed ove
 websocket through the proxy, as JupyterLab does. Then the teacher's side: one log per student in
 the class log folder, and ``pal-jupyter report`` over it.
 
-Slow (8 minutes on a shared 2-core machine, 5 of them vLLM's start): ``make test-hub`` installs the hub's parts and
-runs it; ``make test`` leaves it out (marker ``hub``). Without the hub's parts or vLLM it skips,
+Slow (8 minutes on a shared 2-core machine, 5 of them vLLM's start): ``make test`` and ``make test-hub`` (this test
+alone, marker ``hub``) install the hub's parts. Without the hub's parts or vLLM it skips,
 except in CI ($CI set), where it fails.
 """
 
