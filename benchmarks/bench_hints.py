@@ -2,6 +2,7 @@
 
     pip install textstat==0.7.8   # readability formulas; later versions fetch NLTK data from the network
     python benchmarks/bench_hints.py [--data ../shared/data/gsm8k/test.jsonl] [--limit 30] [--model default]
+    python benchmarks/bench_hints.py --programs bench-results/hints-0.jsonl --out bench-results/hints-1.jsonl
 
 For each question the default model writes one greedy program (the tutor's own solution; a
 question whose program does not run is skipped and counted), then two kinds of hint are made
@@ -9,8 +10,10 @@ as the product makes them:
 
 * **plan**: level 1 of the hint ladder, guiding sub-questions (``classroom.tutor.plan_hint``);
 * **error**: the tutor-mode explanation of a student's error (``explain_error(..., as_hint=True)``,
-  what "Explain this error" gives in tutor mode), for the program with one planted NameError (the
-  last use of a variable misspelt), the commonest error of beginners and of the model itself.
+  what "Explain this error" gives in tutor mode), for the program with one planted error, by kind,
+  alternating: a NameError (the last use of a variable misspelt: the commonest error of beginners
+  and of the model itself; answered by ``typo_hint`` without the model) and a TypeError (the last
+  ``print(x)`` made ``print("The answer is " + x)``; answered by the model).
 
 Printed: per kind, words (median, p90, max), Flesch-Kincaid grade (median, p90, max), and how
 many are within the targets (at most 120 words; grade at most 8). Every hint goes to
@@ -21,6 +24,7 @@ from __future__ import annotations
 
 import argparse
 import ast
+import collections
 import json
 import statistics
 import sys
@@ -55,6 +59,27 @@ def planted_name_error(program: str) -> str | None:
     return "\n".join(lines)
 
 
+def planted_type_error(program: str) -> str | None:
+    """``program`` whose last ``print(x)`` joins text and the number (``"The answer is " + x``): a TypeError."""
+    tree = ast.parse(program)
+    prints = [n for n in tree.body if isinstance(n, ast.Expr) and isinstance(n.value, ast.Call)
+              and getattr(n.value.func, "id", None) == "print" and len(n.value.args) == 1 and n.lineno == n.end_lineno]
+    if not prints:
+        return None
+    node, lines = prints[-1], program.splitlines()
+    argument = ast.get_source_segment(program, node.value.args[0])
+    if not isinstance(node.value.args[0], ast.Name):
+        argument = f"({argument})"
+    lines[node.lineno - 1] = lines[node.lineno - 1][:node.col_offset] + f'print("The answer is " + {argument})'
+    return "\n".join(lines)
+
+
+def planted_errors(program: str, index: int) -> list[str]:
+    """The errors to plant, in order of preference: a misspelt name and a text-plus-number join, alternating."""
+    both = [planted_name_error(program), planted_type_error(program)]
+    return [b for b in (both if index % 2 == 0 else both[::-1]) if b is not None]
+
+
 def readability(text: str) -> tuple[int, float]:
     import textstat
 
@@ -81,6 +106,9 @@ def main() -> int:
     parser.add_argument("--limit", type=int, default=30)
     parser.add_argument("--model", default=DEFAULT_MODEL)
     parser.add_argument("--out", default="bench-results/hints.jsonl")
+    parser.add_argument("--programs", default=None,
+                        help="reuse the programs (and planted errors) of an earlier run's JSONL: only the hints "
+                             "are written again, so two prompts are compared on the same programs")
     args = parser.parse_args()
     try:
         import textstat  # noqa: F401
@@ -88,17 +116,21 @@ def main() -> int:
         print("bench_hints needs textstat for the reading grade: pip install textstat==0.7.8", file=sys.stderr)
         return 2
     rows = [json.loads(line) for line in Path(args.data).read_text().splitlines()[: args.limit]]
+    earlier = None
+    if args.programs:
+        earlier = {r["question"]: r["program"] for r in map(json.loads, Path(args.programs).read_text().splitlines())}
     backend = load_model(args.model)
     greedy = GenerationOptions(temperature=0.0)
-    measured: dict[str, list[tuple[int, float]]] = {"plan": [], "error": []}
+    measured: dict[str, list[tuple[int, float]]] = collections.defaultdict(list)
     skipped, started = 0, time.time()
     Path(args.out).parent.mkdir(parents=True, exist_ok=True)
     with KernelPool() as pool, open(args.out, "w") as out:
         for index, row in enumerate(rows, 1):
             question = row["question"]
             try:
-                program = extract_code(backend.generate(prompts.pal_messages(question), greedy).text).code
-            except NoCodeError:
+                program = earlier[question] if earlier is not None else \
+                    extract_code(backend.generate(prompts.pal_messages(question), greedy).text).code
+            except (NoCodeError, KeyError):
                 skipped += 1
                 continue
             result = pool.run(program)
@@ -109,15 +141,16 @@ def main() -> int:
             plan = plan_hint(question, program, answer, backend, greedy).text
             measured["plan"].append(readability(plan))
             record = {"question": question, "program": program, "plan": plan}
-            broken = planted_name_error(program)
-            if broken is not None:
+            for broken in planted_errors(program, index):
                 error = pool.run(broken).error
-                if error is not None:
-                    text = f"line {error.lineno}: {broken.splitlines()[error.lineno - 1].strip()}\n" \
-                           f"{error.ename}: {error.evalue}" if error.lineno else f"{error.ename}: {error.evalue}"
-                    hint = explain_error(broken, text, backend, greedy, as_hint=True)
-                    measured["error"].append(readability(hint))
-                    record.update(broken=broken, error=text, error_hint=hint)
+                if error is None:  # the join was of text: no error; try the other
+                    continue
+                text = f"line {error.lineno}: {broken.splitlines()[error.lineno - 1].strip()}\n" \
+                       f"{error.ename}: {error.evalue}" if error.lineno else f"{error.ename}: {error.evalue}"
+                hint = explain_error(broken, text, backend, greedy, as_hint=True)
+                measured[error.ename].append(readability(hint))
+                record.update(broken=broken, error=text, error_hint=hint)
+                break
             out.write(json.dumps(record) + "\n")
             out.flush()
             print(f"[{index}/{len(rows)}] {time.time() - started:.0f} s", file=sys.stderr, flush=True)
@@ -125,8 +158,8 @@ def main() -> int:
     print(f"| hint | n | words: median / p90 / max | FK grade: median / p90 / max | <= {MAX_WORDS} words | "
           f"grade <= {MAX_GRADE:g} | both |")
     print("|---|---|---|---|---|---|---|")
-    for name, values in measured.items():
-        print(summary(name, values))
+    for name in ["plan", *sorted(set(measured) - {"plan"})]:
+        print(summary(name if name == "plan" else f"error: {name}", measured[name]))
     print(f"hints: {args.out}")
     return 0
 

@@ -10,6 +10,7 @@ from test_tutor import log_events, start_kernel
 
 from pal_jupyter import KernelPool
 from pal_jupyter.classroom.steps import Step, first_unmatched_step, step_to_recheck
+from pal_jupyter.classroom.tutor import typo_hint
 
 PENCILS = "total = 12 * 24\ngiven = 3 * 85\nprint(total - given)"  # 12 boxes of 24 pencils, 3 each to 85 students
 
@@ -129,5 +130,24 @@ def test_the_hourly_limit_counts_requests_from_the_class_log(tmp_path):
         reply, outputs = kernel.run("%%pal -q\nAnd in June?")
         assert "used the 2 AI requests per hour" in text_of(outputs)
         assert [e["event"] for e in log_events(tmp_path)] == ["question", "question"]
+    finally:
+        kernel.close()
+
+
+def test_a_misspelt_name_is_said_plainly_with_the_name_meant():
+    error = "line 2: print(totl)\nNameError: name 'totl' is not defined"
+    assert "spelling slip for `total`" in typo_hint("total = 3\nprint(totl)", error)
+    assert "spelling slip for `total`" in typo_hint("print(totl)", error, known=["total"])  # an earlier cell's name
+    assert typo_hint("print(zzz)", "NameError: name 'zzz' is not defined", known=["total"]) is None
+    assert typo_hint("1 / 0", "ZeroDivisionError: division by zero") is None
+
+
+def test_explain_names_a_name_from_an_earlier_cell(tmp_path):
+    kernel = start_kernel(tmp_path, [])
+    try:
+        kernel.run("pencils_left = 33")
+        kernel.run("print(pencils_lft)")
+        text = text_of(kernel.run("%pal_explain")[1])
+        assert "line 1: print(pencils_lft)" in text and "spelling slip for `pencils_left`" in text, text
     finally:
         kernel.close()

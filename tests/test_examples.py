@@ -61,8 +61,9 @@ def test_classroom(tmp_path, monkeypatch, browser):
     buggy, fixed = [t for t in texts if "Your program" in t or "Well done" in t]
     assert "error on line 4" in buggy and "Look at line 4" in buggy
     assert fixed.startswith("Well done")
-    explained = next(t for t in texts if "What went wrong" in t and "NameError" in t and "price" in t)
-    assert "line 2" in explained
+    # Tutor mode: a hint, and for a misspelt name Python's own suggestion in plain words.
+    explained = next(t for t in texts if "A hint:" in t and "NameError" in t)
+    assert "line 2" in explained and "spelling slip for `prices`" in explained, explained
     logs = list((tmp_path / "classroom-logs").glob("*.jsonl"))
     assert len(logs) == 1
     events = [line for line in logs[0].read_text().splitlines()]

@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import ast
 import re
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -338,19 +339,37 @@ def _hint_from(check: CheckResult) -> str:
 EXPLAIN_ASK = ("Explain in two or three plain sentences what went wrong and how to fix it. Do not write the "
                "whole program; at most show the one corrected line.")
 # Tutor mode: the student should make the fix, so the explanation names the line and asks.
-EXPLAIN_HINT = ("Explain in two or three short, plain sentences, for a beginner, what went wrong on that line "
-                "and why. Then ask one question that leads the student to the fix. Do not write any code and "
-                "do not give the corrected line.")
+EXPLAIN_HINT = ("Explain in two or three short sentences what went wrong on that line, as you would to a child: "
+                "use short, common words (say 'join' not 'concatenate', 'number' not 'integer' or 'float', "
+                "'name' not 'variable'). Then ask one question that leads the student to the fix. Do not write "
+                "any code and do not give the corrected line.")
+
+
+def typo_hint(code: str, error_text: str, known: Iterable[str] = ()) -> str | None:
+    """A misspelt name, said plainly from Python's own "Did you mean" (``known``: the names the
+    notebook already has). No model: the default model, even told the suggestion, mostly advised
+    defining the misspelt name (benchmarks/bench_hints.py)."""
+    ename, _, evalue = error_text.strip().splitlines()[-1].partition(": ") if error_text.strip() else ("", "", "")
+    suggestion = prompts.name_suggestion(ename, evalue, code, known)
+    if suggestion is None:
+        return None
+    bad, good = re.search(r"'(\w+)'", evalue).group(1), re.search(r"'(\w+)'", suggestion).group(1)
+    return (f"Python does not know the name `{bad}`: nothing got that name before this line. Is it a "
+            f"spelling slip for `{good}`? Compare the two names letter by letter.")
 
 
 def explain_error(
     code: str, error_text: str, backend: ModelBackend, generation: GenerationOptions | None = None,
-    *, as_hint: bool = False,
+    *, as_hint: bool = False, known: Iterable[str] = (),
 ) -> str:
     """A plain-language explanation of an error that already happened; nothing is run.
 
-    ``as_hint`` (tutor mode without solutions): a hint that names the line and asks, no fix.
+    ``as_hint`` (tutor mode without solutions): a hint that names the line and asks, no fix. A
+    misspelt name (of ``code`` or of ``known``, the notebook's names) is :func:`typo_hint`.
     """
+    typo = typo_hint(code, error_text, known)
+    if typo is not None:
+        return typo
     messages: list[ChatMessage] = [
         {"role": "system", "content": prompts.SYSTEM},
         {"role": "user", "content": (

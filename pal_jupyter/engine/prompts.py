@@ -14,7 +14,7 @@ import difflib
 import functools
 import re
 import textwrap
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -461,20 +461,24 @@ def _no_answer_feedback(off_target: str, printed: str) -> str:
             "the rows or values the calculation uses to see which, then print the answer.")
 
 
-def name_suggestion(ename: str, evalue: str, code: str | None) -> str | None:
-    """Python's own "Did you mean ...?" for a misspelt name, which IPython's tracebacks omit."""
-    if ename != "NameError" or not code:
+def name_suggestion(ename: str, evalue: str, code: str | None, known: Iterable[str] = ()) -> str | None:
+    """Python's own "Did you mean ...?" for a misspelt name, which IPython's tracebacks omit.
+
+    The candidates are the names ``code`` defines, and ``known`` (a notebook's earlier cells' names).
+    """
+    if ename != "NameError" or not (code or known):
         return None
     match = re.search(r"name '(\w+)' is not defined", evalue)
     if not match:
         return None
     try:
-        tree = ast.parse(code)
+        tree = ast.parse(code or "")
     except SyntaxError:
         return None
-    known = {n.id for n in ast.walk(tree) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store)}
-    known |= {n.name for n in ast.walk(tree) if isinstance(n, (ast.FunctionDef, ast.ClassDef))}
-    close = difflib.get_close_matches(match.group(1), sorted(known), n=1, cutoff=0.6)
+    names = {n.id for n in ast.walk(tree) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store)}
+    names |= {n.name for n in ast.walk(tree) if isinstance(n, (ast.FunctionDef, ast.ClassDef))}
+    names |= {name for name in known if not name.startswith("_")}
+    close = difflib.get_close_matches(match.group(1), sorted(names), n=1, cutoff=0.6)
     return f"Did you mean: '{close[0]}'?" if close else None
 
 

@@ -9,6 +9,7 @@ takes the session's :class:`~pal_jupyter.notebook.runtime.NotebookRuntime`.
 from __future__ import annotations
 
 import html
+import inspect
 import sys
 import time
 from typing import Any
@@ -267,7 +268,8 @@ def _explain_error(runtime: NotebookRuntime, run: CellRun) -> None:
     policy = runtime.policy
     as_hint = policy.mode == "tutor" or not policy.solutions_allowed
     text = run.error_text()
-    explanation = explain_error(run.source, text, runtime.backend(runtime.settings()), as_hint=as_hint)
+    known = [name for name, value in runtime.shell.user_ns.items() if not callable(value) or inspect.isfunction(value)]
+    explanation = explain_error(run.source, text, runtime.backend(runtime.settings()), as_hint=as_hint, known=known)
     plan = runtime.tutor_plan
     if plan is not None and not policy.solutions_allowed:
         explanation = scrub_answer(explanation, plan.answer_value)
