@@ -22,7 +22,7 @@ import re
 import threading
 from collections.abc import Iterator
 from dataclasses import dataclass, field
-from datetime import datetime, timezone
+from datetime import datetime, timedelta, timezone
 from functools import partialmethod
 from pathlib import Path
 from typing import Any
@@ -143,8 +143,7 @@ class ClassLog:
         """This student's records of the last ``seconds`` (for the policy's hourly limit)."""
         if not self.path.exists():
             return []
-        since = datetime.fromtimestamp(datetime.now(timezone.utc).timestamp() - seconds, timezone.utc).isoformat(
-            timespec="milliseconds")
+        since = (datetime.now(timezone.utc) - timedelta(seconds=seconds)).isoformat(timespec="milliseconds")
         return [record for record in read_log(self.path) if str(record.get("ts", "")) >= since]
 
     def write(self, entry: LogEvent) -> None:

@@ -350,10 +350,10 @@ def typo_hint(code: str, error_text: str, known: Iterable[str] = ()) -> str | No
     notebook already has). No model: the default model, even told the suggestion, mostly advised
     defining the misspelt name (benchmarks/bench_hints.py)."""
     ename, _, evalue = error_text.strip().splitlines()[-1].partition(": ") if error_text.strip() else ("", "", "")
-    suggestion = prompts.name_suggestion(ename, evalue, code, known)
-    if suggestion is None:
+    names = prompts.misspelt_name(ename, evalue, code, known)
+    if names is None:
         return None
-    bad, good = re.search(r"'(\w+)'", evalue).group(1), re.search(r"'(\w+)'", suggestion).group(1)
+    bad, good = names
     return (f"Python does not know the name `{bad}`: nothing got that name before this line. Is it a "
             f"spelling slip for `{good}`? Compare the two names letter by letter.")
 

@@ -461,11 +461,10 @@ def _no_answer_feedback(off_target: str, printed: str) -> str:
             "the rows or values the calculation uses to see which, then print the answer.")
 
 
-def name_suggestion(ename: str, evalue: str, code: str | None, known: Iterable[str] = ()) -> str | None:
-    """Python's own "Did you mean ...?" for a misspelt name, which IPython's tracebacks omit.
-
-    The candidates are the names ``code`` defines, and ``known`` (a notebook's earlier cells' names).
-    """
+def misspelt_name(ename: str, evalue: str, code: str | None, known: Iterable[str] = ()) -> tuple[str, str] | None:
+    """(the undefined name, the defined name closest to it) for a NameError, as Python's own
+    "Did you mean" finds it. The candidates are the names ``code`` defines, and ``known`` (a
+    notebook's earlier cells' names)."""
     if ename != "NameError" or not (code or known):
         return None
     match = re.search(r"name '(\w+)' is not defined", evalue)
@@ -479,7 +478,13 @@ def name_suggestion(ename: str, evalue: str, code: str | None, known: Iterable[s
     names |= {n.name for n in ast.walk(tree) if isinstance(n, (ast.FunctionDef, ast.ClassDef))}
     names |= {name for name in known if not name.startswith("_")}
     close = difflib.get_close_matches(match.group(1), sorted(names), n=1, cutoff=0.6)
-    return f"Did you mean: '{close[0]}'?" if close else None
+    return (match.group(1), close[0]) if close else None
+
+
+def name_suggestion(ename: str, evalue: str, code: str | None) -> str | None:
+    """Python's own "Did you mean ...?" for a misspelt name, which IPython's tracebacks omit."""
+    names = misspelt_name(ename, evalue, code)
+    return f"Did you mean: '{names[1]}'?" if names else None
 
 
 def replaced_data_feedback(replaced: Sequence[Any]) -> str:

@@ -48,6 +48,16 @@ class CellRun:
     failed_at: tuple[int, int, str] | None = None  # (In [n], line, code) of the failing line, if in a cell
     finished: float = field(default_factory=time.time)
 
+    @classmethod
+    def of(cls, shell: Any, cell_id: str | None, source: str, error: BaseException | None,
+           number: int | None = None) -> CellRun:
+        """A run of cell ``In [number]`` (by default the cell the error was raised from); with an
+        error, where in the notebook's cells it failed."""
+        frames = cell_frames(shell, error) if error is not None else []
+        if number is None and frames:
+            number = frames[0][0]
+        return cls(cell_id, source, error, number, frames[-1] if frames else None)
+
     @property
     def failed(self) -> bool:
         return self.error is not None
@@ -111,9 +121,8 @@ class CellWatcher:
         error = result.error_in_exec or result.error_before_exec
         if isinstance(error, QUIET_ERRORS):
             error = None
-        frames = cell_frames(self._shell, error) if error is not None else []
         cell_id = getattr(result.info, "cell_id", None) or current_cell_id(self._shell)
-        run = CellRun(cell_id, source, error, result.execution_count, frames[-1] if frames else None)
+        run = CellRun.of(self._shell, cell_id, source, error, result.execution_count)
         self._remember(run)
         if run.failed:
             self.offer(run)

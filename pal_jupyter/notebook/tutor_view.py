@@ -8,6 +8,7 @@ takes the session's :class:`~pal_jupyter.notebook.runtime.NotebookRuntime`.
 
 from __future__ import annotations
 
+import dataclasses
 import html
 import inspect
 import sys
@@ -21,7 +22,6 @@ from ..classroom.tutor import (TutorPlan, check_code, competing_approaches, expl
 from ..engine.loop import SolveObserver
 from ..engine.vote import competing_answers
 from ..errors import NoCodeError, PalError
-from .context import cell_frames
 from .error_help import CellRun
 from .runtime import NotebookRuntime, Request
 from .widgets import STYLE, TutorWidget, highlight, hint_text, notice_bundle
@@ -184,17 +184,22 @@ def run_check(runtime: NotebookRuntime, request: Request) -> None:
     question = plan.question if plan is not None else ""
     expected = request.expect if request.expect is not None else (plan.answer_value if plan is not None else None)
     question_id = plan.question_id if plan is not None else _new_id("check")
-    settings = request.settings
-    result = check_code(code, backend=runtime.backend(settings), pool=runtime.pool(settings), expected=expected,
-                        question=question, allow_solution=runtime.policy.solutions_allowed,
-                        generation=settings.generation(), limits=settings.limits(),
-                        reference=plan.session.final.code if plan is not None and plan.session.final else None)
+    result = _check(runtime, request.settings, code, expected, question, plan)
     runtime.classlog.check(question_id, question=question, succeeded=result.passed, error_type=result.error_type,
                            details={"line": result.line})
     if result.passed and plan is not None:
         runtime.classlog.solved(question_id, seconds=round(time.time() - plan.started, 1))
     display({"text/plain": check_text(result), "text/html": check_html(result)}, raw=True,
             metadata={"pal_jupyter": {"check": result.verdict}})
+
+
+def _check(runtime: NotebookRuntime, settings: Any, code: str, expected: float | None, question: str,
+           plan: TutorPlan | None) -> Any:
+    """``check_code`` as the notebook runs it: the policy's solutions, the tutor's program as reference."""
+    reference = plan.session.final.code if plan is not None and plan.session.final else None
+    return check_code(code, backend=runtime.backend(settings), pool=runtime.pool(settings), expected=expected,
+                      question=question, allow_solution=runtime.policy.solutions_allowed,
+                      generation=settings.generation(), limits=settings.limits(), reference=reference)
 
 
 def check_text(result: Any) -> str:
@@ -256,11 +261,10 @@ def _error_before_watching(shell: Any) -> CellRun | None:
     error = getattr(sys, "last_value", None) or getattr(sys, "last_exc", None)
     if error is None:
         return None
-    frames = cell_frames(shell, error)
-    number = frames[0][0] if frames else None
+    run = CellRun.of(shell, None, "", error)
     history = shell.user_ns.get("In", [])
-    source = history[number] if number is not None and number < len(history) else _failing_cell(shell)
-    return CellRun(None, source, error, number, frames[-1] if frames else None)
+    source = history[run.number] if run.number is not None and run.number < len(history) else _failing_cell(shell)
+    return dataclasses.replace(run, source=source)
 
 
 def _explain_error(runtime: NotebookRuntime, run: CellRun) -> None:
@@ -283,13 +287,8 @@ def _explain_error(runtime: NotebookRuntime, run: CellRun) -> None:
 
 def _check_result(runtime: NotebookRuntime, plan: TutorPlan, runs: list[CellRun]) -> None:
     """Re-run the student's cells since the question in a child kernel; compare with the answer."""
-    settings = runtime.settings()
     code = "\n\n".join(run.source.rstrip("\n") for run in runs)
-    reference = plan.session.final.code if plan.session.final else None
-    result = check_code(code, backend=runtime.backend(settings), pool=runtime.pool(settings),
-                        expected=plan.answer_value, question=plan.question,
-                        allow_solution=runtime.policy.solutions_allowed, generation=settings.generation(),
-                        limits=settings.limits(), reference=reference)
+    result = _check(runtime, runtime.settings(), code, plan.answer_value, plan.question, plan)
     result.line = _line_in_cell(runs, result.line)  # the student counts lines per cell
     runtime.classlog.check(plan.question_id, succeeded=result.passed, error_type=result.error_type,
                            details={"line": result.line, "from": "pal_explain"})
