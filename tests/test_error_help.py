@@ -5,8 +5,8 @@ model (the same set-up as ``test_tutor.py``), a real comm for the extension's si
 """
 
 import pytest
-from kernel_driver import text_of
-from test_tutor import log_events, start_kernel
+from kernel_driver import UserKernel, text_of
+from test_tutor import PROGRAM, SETUP, log_events, start_kernel
 
 from pal_jupyter import KernelPool
 from pal_jupyter.classroom.steps import Step, first_unmatched_step, step_to_recheck
@@ -149,5 +149,17 @@ def test_explain_names_a_name_from_an_earlier_cell(tmp_path):
         kernel.run("print(pencils_lft)")
         text = text_of(kernel.run("%pal_explain")[1])
         assert "line 1: print(pencils_lft)" in text and "spelling slip for `pencils_left`" in text, text
+    finally:
+        kernel.close()
+
+
+def test_an_error_raised_before_the_extension_loaded_is_still_explained(tmp_path):
+    kernel = UserKernel(env={"PAL_JUPYTER_LOG_DIR": str(tmp_path / "logs"), "IPYTHONDIR": str(tmp_path / "ipython")})
+    try:
+        kernel.run("divisor = 0\nprint(12 / divisor)")
+        reply, outputs = kernel.run(SETUP.format(program=PROGRAM))  # %load_ext runs in this cell
+        assert reply["status"] == "ok", text_of(outputs)
+        text = text_of(kernel.run("%pal_explain")[1])
+        assert "line 2: print(12 / divisor)" in text and "ZeroDivisionError" in text and "cannot divide by zero" in text
     finally:
         kernel.close()

@@ -87,19 +87,24 @@ class CellWatcher:
         self.runs: list[CellRun] = []
         self.tip_shown = False
         self._shell: Any = None
+        # Loaded from a cell (%load_ext), that cell ends after the watch began: it is not one of
+        # the user's runs, and counting it would hide an error raised before the extension loaded.
+        self._watching = False
 
     def register(self, shell: Any) -> None:
         events = getattr(shell, "events", None)
         if events is not None:
+            events.register("pre_run_cell", self.pre_run_cell)
             events.register("post_run_cell", self.post_run_cell)
             self._shell = shell
 
     def unregister(self) -> None:
         if self._shell is not None:
-            try:
-                self._shell.events.unregister("post_run_cell", self.post_run_cell)
-            except ValueError:  # already gone
-                pass
+            for name, hook in (("pre_run_cell", self.pre_run_cell), ("post_run_cell", self.post_run_cell)):
+                try:
+                    self._shell.events.unregister(name, hook)
+                except ValueError:  # already gone
+                    pass
             self._shell = None
 
     @property
@@ -114,7 +119,12 @@ class CellWatcher:
 
     # ------------------------------------------------------------------ the hook
 
+    def pre_run_cell(self, info: Any) -> None:
+        self._watching = True
+
     def post_run_cell(self, result: Any) -> None:
+        if not self._watching:  # the cell that loaded the extension
+            return
         source = getattr(result.info, "raw_cell", "") or ""
         if not code_of(source):  # empty, or a pal magic: its failures are its own one-line messages
             return
