@@ -21,9 +21,11 @@ student's ``~/.ipython`` cannot shadow the class's values.
 ::
 
     with ClassHub(tmp_path, model="openai:lite@http://127.0.0.1:8000/v1") as hub:
-        asyncio.run(hub.create_users(["ada", "bob"]))
-        student = asyncio.run(hub.student("ada"))       # token, server started, kernel, websocket
-        outputs = asyncio.run(student.execute("%%pal --tutor\\nWhat is 2 + 2?"))
+        async def ask():
+            await hub.create_users(["ada", "bob"])
+            student = await hub.student("ada")          # token, server started, kernel, websocket
+            return await student.execute("%%pal --tutor\\nWhat is 2 + 2?")
+        outputs = run_to_end(ask())
 
 :class:`ClassHub` stops the hub, its proxy, every student's server and their kernels when it
 exits, whatever happened (the whole process tree, by pid, killed if it does not end in time).
@@ -32,6 +34,7 @@ exits, whatever happened (the whole process tree, by pid, killed if it does not 
 from __future__ import annotations
 
 import asyncio
+import concurrent.futures
 import json
 import os
 import secrets
@@ -56,6 +59,17 @@ PROXY = ROOT / ".hub-proxy" / "node_modules" / ".bin" / "configurable-http-proxy
 BIN = Path(sys.executable).parent
 PASSWORD = "class-password-2026"  # the students' shared password (SharedPasswordAuthenticator: 8+ characters)
 START_TIMEOUT_S = 300  # a student's server on a loaded 2-core machine
+
+
+def run_to_end(coroutine: Any) -> Any:
+    """``asyncio.run`` on a thread of its own.
+
+    In a whole test session this thread's event loop is marked running: the session's browser
+    (Playwright's sync API) runs its loop on this thread, between greenlet switches, so a plain
+    ``asyncio.run`` here fails with "cannot be called from a running event loop".
+    """
+    with concurrent.futures.ThreadPoolExecutor(max_workers=1) as pool:
+        return pool.submit(asyncio.run, coroutine).result()
 
 
 def missing_parts() -> str:

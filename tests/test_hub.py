@@ -23,7 +23,7 @@ from pathlib import Path
 
 import pytest
 
-from hub import ClassHub, Student, final_text, missing_parts
+from hub import ClassHub, Student, final_text, missing_parts, run_to_end
 from model_server import free_port
 from pal_jupyter.classroom.vllm_server import VllmServer, find_vllm_python
 from pal_jupyter.errors import ModelLoadError
@@ -82,7 +82,7 @@ def test_three_students_ask_the_tutor_at_once_through_a_real_hub(vllm: VllmServe
     hub = ClassHub(tmp_path / "hub", vllm.source)
     try:
         with hub:
-            answers = asyncio.run(_class_asks(hub))
+            answers = run_to_end(_class_asks(hub))  # not asyncio.run: see run_to_end
     finally:
         assert hub.leftovers() == [], "processes of the hub outlived it"
     policy_file = str(hub.work / "class" / "ipython_config.py")
