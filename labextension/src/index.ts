@@ -276,7 +276,8 @@ function parseOfferHelp(data: Payload): IHelpOffer | string {
  *
  * A cell the notebook has not rendered yet (windowing) has no output wrapper: wait for it.
  * The bar goes away when the cell runs again (its error is then stale) or its outputs are
- * cleared; it is a child widget of the cell, so it also goes when the cell is deleted.
+ * cleared; it is a child widget of the cell, so it also goes when the cell is deleted. A moved
+ * cell gets a new widget: the offer is remembered (`offersOf`) and shown on that one again.
  */
 async function showHelp(
   panel: NotebookPanel,
@@ -290,21 +291,27 @@ async function showHelp(
       return;
     }
     helpBarsOf(cell).forEach(bar => bar.dispose());
+    const offers = offersOf(panel, tracker);
+    offers.set(offer.cellId, offer);
     const bar = new HelpBar(offer, action => {
       onHelpAction(panel, offer.cellId, action, tracker);
     });
+    const stale = () => {
+      offers.delete(offer.cellId);
+      bar.dispose();
+    };
     const layout = cell.layout as PanelLayout;
     const wrapper = layout.widgets.findIndex(w => w.hasClass(OUTPUT_WRAPPER_CLASS));
     layout.insertWidget(wrapper >= 0 ? wrapper + 1 : layout.widgets.length, bar);
     const model = cell.model;
     const onState = (_: unknown, change: { name: string; newValue: unknown }) => {
       if (change.name === 'executionState' && change.newValue === 'running') {
-        bar.dispose();
+        stale();
       }
     };
     const onOutputs = () => {
       if (model.outputs.length === 0) {
-        bar.dispose();
+        stale();
       }
     };
     model.stateChanged.connect(onState);
@@ -341,6 +348,7 @@ function onHelpAction(
     });
     void runCell(panel, result.cellId);
     tracker.forEach(view => {
+      offersOf(view, tracker).delete(cellId);
       const cell = codeCellWidget(view, cellId);
       if (cell) {
         helpBarsOf(cell).forEach(bar => bar.dispose());
@@ -349,6 +357,38 @@ function onHelpAction(
   } catch (error) {
     console.warn('pal-jupyter: the help action failed', action, error);
   }
+}
+
+/** The offers each notebook view shows, by cell id, until their error is stale. */
+const shownOffers = new WeakMap<NotebookPanel, Map<string, IHelpOffer>>();
+
+/**
+ * The offers `panel` shows. Moving a cell deletes it from the shared model and inserts it
+ * again (same id, new widget, no bar): an inserted cell with an offer gets its bar back.
+ */
+function offersOf(
+  panel: NotebookPanel,
+  tracker: INotebookTracker
+): Map<string, IHelpOffer> {
+  let offers = shownOffers.get(panel);
+  if (!offers) {
+    const made = new Map<string, IHelpOffer>();
+    panel.content.model?.cells.changed.connect((_, change) => {
+      if (change.type !== 'add') {
+        return;
+      }
+      for (const model of change.newValues) {
+        const offer = made.get(model.id);
+        const cell = offer && codeCellWidget(panel, model.id);
+        if (offer && cell) {
+          void showHelp(panel, cell, offer, tracker);
+        }
+      }
+    });
+    shownOffers.set(panel, made);
+    offers = made;
+  }
+  return offers;
 }
 
 /** The help bar: one button per action, in the cell below its outputs. */

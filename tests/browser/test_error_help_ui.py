@@ -65,6 +65,15 @@ def help_bar(nb: Notebook, index: int) -> Any:
     return bar
 
 
+def move_cell(nb: Notebook, index: int, direction: str) -> None:
+    """JupyterLab's own "Move Cell Down/Up" on cell `index`."""
+    nb.page.evaluate("""([index, direction]) => {
+        const app = window.jupyterapp;
+        app.shell.currentWidget.content.activeCellIndex = index;
+        return app.commands.execute(`notebook:move-cell-${direction}`);
+    }""", [index, direction])
+
+
 def fail_and_get_bar(nb: Notebook, index: int) -> Any:
     """Runs the failing cell; returns its help bar once the execution has finished."""
     nb.run_cell(index)
@@ -126,8 +135,17 @@ def test_offer_help_bar(jupyter_server, page, request, frontend):
     page.evaluate("() => window.jupyterapp.commands.execute('notebook:clear-all-cell-outputs')")
     bar.wait_for(state="detached")
 
-    # Running the failing cell again takes the bar away too (now it succeeds: no new offer).
+    # Moving the failed cell keeps its bar: the moved cell is a new widget, the offer is not lost.
     fail_and_get_bar(nb, 1)
+    move_cell(nb, 1, "down")
+    moved = help_bar(nb, 2)
+    assert moved.get_attribute("data-cell-id") == cid and bars(nb).count() == 1
+    assert nb.cells.nth(2).locator(".jp-InputArea").inner_text().strip().endswith(FAILING)
+    move_cell(nb, 2, "up")
+    help_bar(nb, 1)
+    assert bars(nb).count() == 1
+
+    # Running the failing cell again takes the bar away too (now it succeeds: no new offer).
     nb.run_cell(3)
     replies = json.loads(re.search(r"REPLIES=(\[.*\])", nb.wait_for_output(3, r"REPLIES="), re.S).group(1))
     nb.run_cell(1)
