@@ -11,9 +11,11 @@ as the product makes them:
 * **plan**: level 1 of the hint ladder, guiding sub-questions (``classroom.tutor.plan_hint``);
 * **error**: the tutor-mode explanation of a student's error (``explain_error(..., as_hint=True)``,
   what "Explain this error" gives in tutor mode), for the program with one planted error, by kind,
-  alternating: a NameError (the last use of a variable misspelt: the commonest error of beginners
-  and of the model itself; answered by ``typo_hint`` without the model) and a TypeError (the last
-  ``print(x)`` made ``print("The answer is " + x)``; answered by the model).
+  in turn: a misspelt name (the last use of a variable misspelt: the commonest error of beginners
+  and of the model itself), a TypeError (the last ``print(x)`` made ``print("The answer is " + x)``)
+  and a name never given a value (the first assignment to a variable removed). The product answers
+  these without the model (``classroom.error_hints``); ``--model-too`` also asks the model for the
+  same broken program (``model_explanation``, what the product did before), side by side.
 
 Printed: per kind, words (median, p90, max), Flesch-Kincaid grade (median, p90, max), and how
 many are within the targets (at most 120 words; grade at most 8). Every hint goes to
@@ -35,7 +37,7 @@ from typing import Any
 from pal_jupyter import KernelPool
 from pal_jupyter.backends import GenerationOptions, load_model
 from pal_jupyter.backends.presets import DEFAULT_MODEL
-from pal_jupyter.classroom.tutor import explain_error, plan_hint
+from pal_jupyter.classroom.tutor import explain_error, model_explanation, plan_hint
 from pal_jupyter.engine import prompts
 from pal_jupyter.engine.answers import parse_number
 from pal_jupyter.engine.extraction import extract_code
@@ -74,10 +76,33 @@ def planted_type_error(program: str) -> str | None:
     return "\n".join(lines)
 
 
+def planted_missing_value(program: str) -> str | None:
+    """``program`` without its first assignment to a variable that is used later: a NameError."""
+    tree = ast.parse(program)
+    for node in tree.body:
+        if isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name):
+            name = node.targets[0].id
+            if any(isinstance(n, ast.Name) and n.id == name and isinstance(n.ctx, ast.Load) for n in ast.walk(tree)):
+                lines = program.splitlines()
+                del lines[node.lineno - 1: node.end_lineno]
+                return "\n".join(lines)
+    return None
+
+
 def planted_errors(program: str, index: int) -> list[str]:
-    """The errors to plant, in order of preference: a misspelt name and a text-plus-number join, alternating."""
-    both = [planted_name_error(program), planted_type_error(program)]
-    return [b for b in (both if index % 2 == 0 else both[::-1]) if b is not None]
+    """The errors to plant, in order of preference: each kind first in turn (misspelt name, text
+    joined to a number, a name never given a value), the others as fall-backs."""
+    kinds = [planted_name_error, planted_type_error, planted_missing_value]
+    turn = kinds[index % 3:] + kinds[:index % 3]
+    return [b for b in (plant(program) for plant in turn) if b is not None]
+
+
+def kind_of(error: str, hint: str) -> str:
+    """The row of the table: the exception's name, split for NameErrors by what the product said."""
+    name = error.splitlines()[-1].split(":")[0]
+    if name == "NameError":
+        return "NameError, misspelt" if "spelling slip" in hint else "NameError, no value"
+    return name
 
 
 def readability(text: str) -> tuple[int, float]:
@@ -109,6 +134,9 @@ def main() -> int:
     parser.add_argument("--programs", default=None,
                         help="reuse the programs (and planted errors) of an earlier run's JSONL: only the hints "
                              "are written again, so two prompts are compared on the same programs")
+    parser.add_argument("--model-too", action="store_true",
+                        help="also ask the model for each error hint (as the product did before it had words of "
+                             "its own for these errors): both are measured on the same broken program")
     args = parser.parse_args()
     try:
         import textstat  # noqa: F401
@@ -148,8 +176,12 @@ def main() -> int:
                 text = f"line {error.lineno}: {broken.splitlines()[error.lineno - 1].strip()}\n" \
                        f"{error.ename}: {error.evalue}" if error.lineno else f"{error.ename}: {error.evalue}"
                 hint = explain_error(broken, text, backend, greedy, as_hint=True)
-                measured[error.ename].append(readability(hint))
+                kind = kind_of(text, hint)
+                measured[f"error: {kind}"].append(readability(hint))
                 record.update(broken=broken, error=text, error_hint=hint)
+                if args.model_too:
+                    record["model_hint"] = model_explanation(broken, text, backend, greedy, as_hint=True)
+                    measured[f"error: {kind}, the model's hint"].append(readability(record["model_hint"]))
                 break
             out.write(json.dumps(record) + "\n")
             out.flush()
@@ -159,7 +191,7 @@ def main() -> int:
           f"grade <= {MAX_GRADE:g} | both |")
     print("|---|---|---|---|---|---|---|")
     for name in ["plan", *sorted(set(measured) - {"plan"})]:
-        print(summary(name if name == "plan" else f"error: {name}", measured[name]))
+        print(summary(name, measured[name]))
     print(f"hints: {args.out}")
     return 0
 

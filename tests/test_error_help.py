@@ -10,7 +10,7 @@ from test_tutor import PROGRAM, SETUP, log_events, start_kernel
 
 from pal_jupyter import KernelPool
 from pal_jupyter.classroom.steps import Step, first_unmatched_step, step_to_recheck
-from pal_jupyter.classroom.tutor import typo_hint
+from pal_jupyter.classroom.error_hints import typo_hint
 
 PENCILS = "total = 12 * 24\ngiven = 3 * 85\nprint(total - given)"  # 12 boxes of 24 pencils, 3 each to 85 students
 
@@ -149,6 +149,17 @@ def test_explain_names_a_name_from_an_earlier_cell(tmp_path):
         kernel.run("print(pencils_lft)")
         text = text_of(kernel.run("%pal_explain")[1])
         assert "line 1: print(pencils_lft)" in text and "spelling slip for `pencils_left`" in text, text
+    finally:
+        kernel.close()
+
+
+def test_tutor_mode_explains_a_common_error_in_plain_words_without_the_model(tmp_path):
+    kernel = start_kernel(tmp_path, ['c.TeacherPolicy.mode = "tutor"'])
+    try:
+        kernel.run("divisor = 0\nprint(12 / divisor)")
+        text = text_of(kernel.run("%pal_explain")[1])
+        assert "A hint: Look at line 2: `print(12 / divisor)`. This line divides by a value that is 0" in text, text
+        assert "cannot divide by zero" not in text  # the scripted model's words: it was not asked
     finally:
         kernel.close()
 

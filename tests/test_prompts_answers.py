@@ -170,3 +170,14 @@ def test_repeated_program_changes_the_repair_prompt():
 def test_the_number_a_words_answer_ends_on(text, value):
     answer = reasoning.read_words_answer(text)
     assert (answer.value if answer else None) == value
+
+
+def test_misspelt_name_is_only_matched_to_names_that_existed_at_the_failing_line():
+    # The first assignment removed: `white_fiber` is close to `blue_fiber` but is only being made
+    # on the failing line, so it is no spelling slip (Python's own suggestion would not name it).
+    code = "white_fiber = blue_fiber / 2\ntotal = white_fiber + 1\nprint(total)"
+    assert prompts.misspelt_name("NameError", "name 'blue_fiber' is not defined", code, line=1) is None
+    assert prompts.misspelt_name("NameError", "name 'blue_fiber' is not defined", code) == ("blue_fiber", "white_fiber")
+    # In a function the names given values later, before the call, do exist.
+    called = "def double():\n    return 2 * totl\ntotal = 3\nprint(double())"
+    assert prompts.misspelt_name("NameError", "name 'totl' is not defined", called, line=2) == ("totl", "total")

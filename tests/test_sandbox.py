@@ -14,7 +14,6 @@ import socket
 import subprocess
 import sys
 import tempfile
-import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -23,7 +22,7 @@ import pytest
 
 from pal_jupyter.errors import KernelError, SettingError
 from pal_jupyter.kernels import ExecutorLimits, KernelPool, StopReason
-from pal_jupyter.kernels.sandbox import bubblewrap_problem, resolve_level
+from pal_jupyter.kernels.sandbox import resolve_level
 from sandboxing import require_sandbox
 from waiting import wait_until
 

@@ -22,7 +22,7 @@ from pal_jupyter.backends.adapters import BAD, FEEDBACK_BEGIN, FEEDBACK_END, GOO
 from pal_jupyter.evaluation.compare import compare, format_comparison, mcnemar_exact
 from pal_jupyter.errors import ModelLoadError, PalError
 from pal_jupyter.training.collect import PROGRAMS, collect, manifest_settings
-from pal_jupyter.training.examples import IGNORE, Example, load_examples, select, tokenize
+from pal_jupyter.training.examples import IGNORE, load_examples, select, tokenize
 from pal_jupyter.training.lora import TrainSettings, labelled_loss, train
 from tiny_model import build_tiny_model
 

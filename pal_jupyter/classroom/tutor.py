@@ -32,6 +32,7 @@ from ..engine.extraction import clean_explanation, extract_code
 from ..engine.records import Session
 from ..errors import NoCodeError
 from ..kernels import ExecutionResult, ExecutorLimits, KernelPool
+from .error_hints import plain_hint, typo_hint
 from .steps import step_to_recheck
 
 BLANK = "___"
@@ -328,6 +329,12 @@ def _hint_from(check: CheckResult) -> str:
         got = "nothing" if check.got is None else f"{check.got:g}"
         return (f"Your program runs, but it prints {got}. Go through it line by line and check each step "
                 "against the question: which quantity is computed in a different way than the question says?")
+    error = check.execution.error
+    if error is not None:
+        where = f"line {check.line}: {check.line_text}\n" if check.line and check.line_text else ""
+        plain = plain_hint(check.code, f"{where}{error.ename}: {error.evalue}")
+        if plain is not None:
+            return plain
     if check.line:
         return f"Look at line {check.line}: `{check.line_text}`. What does Python know at that point?"
     return "Read the last line of the error message first: it names the kind of problem."
@@ -345,31 +352,28 @@ EXPLAIN_HINT = ("Explain in two or three short sentences what went wrong on that
                 "any code and do not give the corrected line.")
 
 
-def typo_hint(code: str, error_text: str, known: Iterable[str] = ()) -> str | None:
-    """A misspelt name, said plainly from Python's own "Did you mean" (``known``: the names the
-    notebook already has). No model: the default model, even told the suggestion, mostly advised
-    defining the misspelt name (benchmarks/bench_hints.py)."""
-    ename, _, evalue = error_text.strip().splitlines()[-1].partition(": ") if error_text.strip() else ("", "", "")
-    names = prompts.misspelt_name(ename, evalue, code, known)
-    if names is None:
-        return None
-    bad, good = names
-    return (f"Python does not know the name `{bad}`: nothing got that name before this line. Is it a "
-            f"spelling slip for `{good}`? Compare the two names letter by letter.")
-
-
 def explain_error(
     code: str, error_text: str, backend: ModelBackend, generation: GenerationOptions | None = None,
     *, as_hint: bool = False, known: Iterable[str] = (),
 ) -> str:
     """A plain-language explanation of an error that already happened; nothing is run.
 
-    ``as_hint`` (tutor mode without solutions): a hint that names the line and asks, no fix. A
-    misspelt name (of ``code`` or of ``known``, the notebook's names) is :func:`typo_hint`.
+    ``as_hint`` (tutor mode without solutions): a hint that names the line and asks, no fix; the
+    commonest errors get it without the model (:func:`~.error_hints.plain_hint`). A misspelt name
+    (of ``code`` or of ``known``, the notebook's names) is :func:`~.error_hints.typo_hint` either way.
     """
-    typo = typo_hint(code, error_text, known)
-    if typo is not None:
-        return typo
+    without_model = (plain_hint if as_hint else typo_hint)(code, error_text, known)
+    if without_model is not None:
+        return without_model
+    return model_explanation(code, error_text, backend, generation, as_hint=as_hint)
+
+
+def model_explanation(
+    code: str, error_text: str, backend: ModelBackend, generation: GenerationOptions | None = None,
+    *, as_hint: bool = False,
+) -> str:
+    """The model's explanation of an error (``as_hint``: in short words, no code), for the errors
+    :func:`explain_error` has no words of its own for."""
     messages: list[ChatMessage] = [
         {"role": "system", "content": prompts.SYSTEM},
         {"role": "user", "content": (

@@ -433,7 +433,7 @@ def execution_feedback(
     if result.error is not None:
         head = f"It printed:\n{printed}\n\n" if printed else ""
         error = result.error.traceback.strip() or f"{result.error.ename}: {result.error.evalue}"
-        suggestion = name_suggestion(result.error.ename, result.error.evalue, code)
+        suggestion = name_suggestion(result.error.ename, result.error.evalue, code, result.error.lineno)
         return head + error + (f"\n{suggestion}" if suggestion else "")
     if not result.ok:
         return f"The run stopped: {result.reason.value}."
@@ -461,10 +461,13 @@ def _no_answer_feedback(off_target: str, printed: str) -> str:
             "the rows or values the calculation uses to see which, then print the answer.")
 
 
-def misspelt_name(ename: str, evalue: str, code: str | None, known: Iterable[str] = ()) -> tuple[str, str] | None:
+def misspelt_name(
+    ename: str, evalue: str, code: str | None, known: Iterable[str] = (), line: int | None = None,
+) -> tuple[str, str] | None:
     """(the undefined name, the defined name closest to it) for a NameError, as Python's own
-    "Did you mean" finds it. The candidates are the names ``code`` defines, and ``known`` (a
-    notebook's earlier cells' names)."""
+    "Did you mean" finds it. The candidates are the names ``code`` defines (before ``line``, the
+    failing line, when it is known: a name first given a value on or after it did not exist yet),
+    and ``known`` (a notebook's earlier cells' names)."""
     if ename != "NameError" or not (code or known):
         return None
     match = re.search(r"name '(\w+)' is not defined", evalue)
@@ -474,16 +477,25 @@ def misspelt_name(ename: str, evalue: str, code: str | None, known: Iterable[str
         tree = ast.parse(code or "")
     except SyntaxError:
         return None
-    names = {n.id for n in ast.walk(tree) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store)}
-    names |= {n.name for n in ast.walk(tree) if isinstance(n, (ast.FunctionDef, ast.ClassDef))}
+    if line is not None and any(_inside(function, line) for function in ast.walk(tree)):
+        line = None  # a function runs when called: names given values after it may exist by then
+    earlier = [n for n in ast.walk(tree) if line is None or getattr(n, "lineno", line) < line]
+    names = {n.id for n in earlier if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store)}
+    names |= {n.name for n in earlier if isinstance(n, (ast.FunctionDef, ast.ClassDef))}
     names |= {name for name in known if not name.startswith("_")}
     close = difflib.get_close_matches(match.group(1), sorted(names), n=1, cutoff=0.6)
     return (match.group(1), close[0]) if close else None
 
 
-def name_suggestion(ename: str, evalue: str, code: str | None) -> str | None:
+def _inside(node: ast.AST, line: int) -> bool:
+    """Whether ``line`` lies in the body of ``node``, a function (or lambda) definition."""
+    functions = (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)
+    return isinstance(node, functions) and node.lineno <= line <= (node.end_lineno or node.lineno)
+
+
+def name_suggestion(ename: str, evalue: str, code: str | None, line: int | None = None) -> str | None:
     """Python's own "Did you mean ...?" for a misspelt name, which IPython's tracebacks omit."""
-    names = misspelt_name(ename, evalue, code)
+    names = misspelt_name(ename, evalue, code, line=line)
     return f"Did you mean: '{names[1]}'?" if names else None
 
 

@@ -30,11 +30,11 @@ from ..backends import GenerationOptions, ModelBackend
 from ..engine.grading import expected_of, is_correct, question_of
 from ..engine.loop import solve
 from ..engine.options import DEFAULT_MAX_PROGRAMS, SECOND_OPINIONS, Settings
-from ..engine.records import ProgramAnswer, Session, WeakVote, to_jsonable
+from ..engine.records import Session, WeakVote, to_jsonable
 from ..engine.trace import TraceWriter
 from ..engine.vote import read_answer
 from ..errors import PalError
-from ..kernels import ExecutionResult, ExecutorLimits, KernelPool
+from ..kernels import ExecutorLimits, KernelPool
 
 
 @dataclass(frozen=True)
