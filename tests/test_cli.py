@@ -344,7 +344,10 @@ def test_an_interrupted_bench_reports_the_questions_every_config_finished(tiny_m
     bench = subprocess.Popen([sys.executable, "-m", "pal_jupyter.cli", "bench", "--data", str(data), "--model",
                               str(tiny_model_dir), "--max-new-tokens", "8", "--max-attempts", "1", "--samples", "1,2",
                               "--limit", "200", "--trace", str(trace), "--out", str(out)],
-                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                             # A suite started in the background (`cmd &` in a script) inherits SIGINT
+                             # ignored, and Python then keeps ignoring it: give the bench Ctrl-C back.
+                             preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
     deadline = time.monotonic() + 240
     while (not trace.exists() or trace.read_text().count("\n") < 7) and time.monotonic() < deadline:
         time.sleep(0.2)  # 7 programs: at least two questions under both configs
