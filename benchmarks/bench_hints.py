@@ -37,6 +37,7 @@ from typing import Any
 from pal_jupyter import KernelPool
 from pal_jupyter.backends import GenerationOptions, load_model
 from pal_jupyter.backends.presets import DEFAULT_MODEL
+from pal_jupyter.classroom.error_hints import located_error
 from pal_jupyter.classroom.tutor import explain_error, model_explanation, plan_hint
 from pal_jupyter.engine import prompts
 from pal_jupyter.engine.answers import parse_number
@@ -173,8 +174,8 @@ def main() -> int:
                 error = pool.run(broken).error
                 if error is None:  # the join was of text: no error; try the other
                     continue
-                text = f"line {error.lineno}: {broken.splitlines()[error.lineno - 1].strip()}\n" \
-                       f"{error.ename}: {error.evalue}" if error.lineno else f"{error.ename}: {error.evalue}"
+                code = broken.splitlines()[error.lineno - 1] if error.lineno else ""
+                text = located_error(error.ename, error.evalue, error.lineno, code)
                 hint = explain_error(broken, text, backend, greedy, as_hint=True)
                 kind = kind_of(text, hint)
                 measured[f"error: {kind}"].append(readability(hint))

@@ -80,3 +80,10 @@ def test_errors_not_covered_are_left_to_the_model():
     assert plain_hint(code, error_text(code)) is None  # RecursionError
     assert plain_hint("", "ValueError: math domain error") is None
     assert plain_hint("", "") is None
+
+
+def test_a_line_of_an_earlier_cell_is_named_with_its_cell():
+    # The function was made in cell [3] and called from this cell: the line to look at is there.
+    text = "In [3], line 2: return 2 * totl\nNameError: name 'totl' is not defined"
+    hint = plain_hint("print(double())", text, known=["total", "double"])
+    assert hint.startswith("Look at line 2 of cell [3]: `return 2 * totl`.") and "slip for `total`" in hint, hint

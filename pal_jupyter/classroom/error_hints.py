@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable, Iterable
+from typing import NamedTuple
 
 from ..engine import prompts
 
@@ -41,7 +42,9 @@ def typo_hint(code: str, error_text: str, known: Iterable[str] = ()) -> str | No
     notebook already has). Also used outside tutor mode: the model, even told the suggestion,
     mostly advised defining the misspelt name."""
     ename, evalue = _exception(error_text)
-    names = prompts.misspelt_name(ename, evalue, code, known, line=_line_number(error_text))
+    at = _location(error_text)
+    line = at.line if at is not None and at.cell is None else None  # a line of another cell bounds nothing here
+    names = prompts.misspelt_name(ename, evalue, code, known, line=line)
     if names is None:
         return None
     bad, good = names
@@ -76,22 +79,41 @@ def _exception(error_text: str) -> tuple[str, str]:
     return ename.rsplit(".", 1)[-1], evalue
 
 
-def _line_number(error_text: str) -> int | None:
-    found = re.match(r"(?:In \[\d+\], )?line (\d+): ", error_text.strip())
-    return int(found.group(1)) if found else None
+class Location(NamedTuple):
+    line: int
+    code: str
+    cell: str | None  # the execution count of an earlier cell the line is in; None: this cell
+
+
+def located_error(ename: str, evalue: str, line: int | None = None, code: str = "") -> str:
+    """The error text :func:`plain_hint` reads: ``line N: code`` (when known), then ``Name: message``."""
+    where = f"line {line}: {code.strip()}\n" if line and code.strip() else ""
+    return f"{where}{ename}: {evalue}"
+
+
+def _location(error_text: str) -> Location | None:
+    """Where the error is, from the error text's first line (``line N: code``, or ``In [K], line N:
+    code`` for a line of an earlier cell) or, for a SyntaxError as Python formats it, from its
+    ``File ..., line N`` and the line below."""
+    lines = error_text.strip().splitlines()
+    if len(lines) < 2:
+        return None
+    found = re.match(r"(?:In \[(\d+)\], )?line (\d+): (.+)", lines[0])
+    if found is not None:
+        return Location(int(found.group(2)), found.group(3).strip(), found.group(1))
+    syntax = re.search(r"line (\d+)", lines[0]) if lines[0].lstrip().startswith("File") else None
+    if syntax is not None and len(lines) > 2 and lines[1].strip():
+        return Location(int(syntax.group(1)), lines[1].strip(), None)
+    return None
 
 
 def _where(error_text: str) -> str:
-    """"Look at line 3: `total = a + b`." from the error text's first line (``line N: code``) or,
-    for a SyntaxError as Python formats it, from its ``File ..., line N`` and the line below."""
-    lines = error_text.strip().splitlines()
-    found = re.match(r"(?:In \[\d+\], )?line (\d+): (.+)", lines[0]) if len(lines) > 1 else None
-    if found is None and len(lines) > 2 and lines[0].lstrip().startswith("File"):
-        found = re.search(r"line (\d+)()", lines[0])
-        code = lines[1].strip()
-    else:
-        code = found.group(2).strip() if found else ""
-    return f"Look at line {found.group(1)}: `{code}`." if found and code else ""
+    """"Look at line 3: `total = a + b`." (or "... line 3 of cell [2] ..."), or "" when unknown."""
+    at = _location(error_text)
+    if at is None:
+        return ""
+    cell = f" of cell [{at.cell}]" if at.cell else ""
+    return f"Look at line {at.line}{cell}: `{at.code}`."
 
 
 def _joined_text(m: re.Match[str]) -> str:

@@ -32,7 +32,7 @@ from ..engine.extraction import clean_explanation, extract_code
 from ..engine.records import Session
 from ..errors import NoCodeError
 from ..kernels import ExecutionResult, ExecutorLimits, KernelPool
-from .error_hints import plain_hint, typo_hint
+from .error_hints import located_error, plain_hint, typo_hint
 from .steps import step_to_recheck
 
 BLANK = "___"
@@ -331,8 +331,7 @@ def _hint_from(check: CheckResult) -> str:
                 "against the question: which quantity is computed in a different way than the question says?")
     error = check.execution.error
     if error is not None:
-        where = f"line {check.line}: {check.line_text}\n" if check.line and check.line_text else ""
-        plain = plain_hint(check.code, f"{where}{error.ename}: {error.evalue}")
+        plain = plain_hint(check.code, located_error(error.ename, error.evalue, check.line, check.line_text))
         if plain is not None:
             return plain
     if check.line:
