@@ -55,7 +55,7 @@ def test_tiny_model_runs_end_to_end_and_writes_a_trace(tiny_model_dir, tmp_path)
     # that every stage runs, the failure is said plainly, and every program is traced.
     trace = tmp_path / "trace.jsonl"
     result = run_cli("ask", "--model", str(tiny_model_dir), "--dtype", "float32", "--max-new-tokens", "8",
-                     "--max-attempts", "2", "--samples", "1", "--trace", str(trace), "What is 2+2?")
+                     "--max-attempts", "2", "--method", "vote", "--samples", "1", "--trace", str(trace), "What is 2+2?")
     assert result.returncode == 2, result.stderr
     assert "Traceback" not in result.stderr
     assert result.stderr.splitlines()[-1] == (
@@ -67,7 +67,7 @@ def test_tiny_model_runs_end_to_end_and_writes_a_trace(tiny_model_dir, tmp_path)
 def test_a_question_that_is_not_utf8_is_answered_and_traced(tiny_model_dir, tmp_path):
     trace = tmp_path / "trace.jsonl"
     command = [sys.executable, "-m", "pal_jupyter.cli", "ask", "--model", str(tiny_model_dir), "--dtype", "float32",
-               "--max-new-tokens", "8", "--max-attempts", "1", "--samples", "1", "--trace", str(trace),
+               "--max-new-tokens", "8", "--max-attempts", "1", "--method", "vote", "--samples", "1", "--trace", str(trace),
                b"caf\xe9 costs 2 euros; 3 cafes?"]
     result = subprocess.run(command, capture_output=True, timeout=300)
     assert b"Traceback" not in result.stderr and result.returncode == 2, result.stderr
@@ -88,7 +88,7 @@ def test_a_question_that_is_not_utf8_is_answered_and_traced(tiny_model_dir, tmp_
     (["bench", "--data", "{bad_json}"], "Line 2 of {bad_json} is not JSON"),
     (["bench", "--data", "{latin1}"], "is not UTF-8 text"),
     (["bench", "--data", "{no_question}"], "Line 1 of {no_question} has no question"),
-    (["bench", "--data", "{bad_json}", "--samples", "1,0"], "samples must be a whole number from 1 to 16"),
+    (["bench", "--data", "{bad_json}", "--samples", "1,-1"], "samples must be a whole number from 0 to 16"),
     (["leti", "/no/such/trace.jsonl"], "No trace file at /no/such/trace.jsonl."),
     (["report", "{tmp}", "--out", "/proc/no/report.html"], "Could not write the report to /proc/no/report.html"),
 ])
@@ -193,7 +193,7 @@ def test_without_bubblewrap_a_run_says_once_that_programs_run_as_plain_processes
     env = without_bubblewrap(tmp_path)
     with ModelServer(["```python\nprint(6 * 7)\n```"]) as server:
         def ask(*options):
-            return run_cli("ask", "--no-trace", "--quiet", "--samples", "1", "--model", f"openai:tiny@{server.url}",
+            return run_cli("ask", "--no-trace", "--quiet", "--method", "vote", "--samples", "1", "--model", f"openai:tiny@{server.url}",
                            *options, "What is 6 times 7?", env=env, timeout=120)
 
         fallback, chosen = ask(), ask("--isolation", "process")
@@ -265,7 +265,7 @@ def test_bench_figures_from_scripted_replies():
                     "```python\nprint(7)\n```"])
     model = ScriptedBackend(lambda messages: next(replies))
     with KernelPool() as pool:
-        results = list(run_benchmark(rows, lambda config: model, pool, [Config(samples=1)], max_attempts=3))
+        results = list(run_benchmark(rows, lambda config: model, pool, [Config(method="vote", samples=1)], max_attempts=3))
     summary = summarize(results, model="scripted", load_seconds=0.0, check_answers=False)
     assert summary["accuracy"] == pytest.approx(2 / 3)
     assert summary["accuracy_first_program"] == pytest.approx(1 / 3)
@@ -282,7 +282,7 @@ def test_bench_vote_pass_at_k_calibration_and_adaptive_effort():
     model = ScriptedBackend(lambda messages: next(replies))
     with KernelPool() as pool:
         results = list(run_benchmark(rows, lambda config: model, pool,
-                                     [Config(samples=3, max_programs=6, second_opinion="off")]))
+                                     [Config(method="vote", samples=3, max_programs=6, second_opinion="off")]))
     summary = summarize(results, model="scripted", load_seconds=0.0, check_answers=False)
     # q1: 5, 5, 4 -> 5 (right, 2 of 3). q2: 1, 6, 2 is a three-way tie of one-liners, which 1 (wrong)
     # wins by coming first: too weak to stop at, so 3 more (6, 6, 3) join the vote -> 6 (right, 3 of 6).
@@ -309,7 +309,7 @@ def test_bench_reports_the_words_answer_and_where_the_question_would_have_stoppe
 
     with KernelPool() as pool:
         results = list(run_benchmark([{"question": "q", "answer": "#### 6"}], lambda config: ScriptedBackend(reply),
-                                     pool, [Config(samples=3, max_programs=6)]))
+                                     pool, [Config(method="vote", samples=3, max_programs=6)]))
     summary = summarize(results, model="scripted", load_seconds=0.0, check_answers=False)
     # 1, 6, 2 is weak (1 wins the tie); the words say 6 and the program after them prints 6: 6 wins, and
     # since the words agree no more programs are written.
@@ -326,7 +326,7 @@ def test_bench_command_compares_settings_side_by_side(tiny_model_dir, tmp_path):
     data.write_text(json.dumps({"question": "What is 2+2?", "answer": "#### 4"}) + "\n")
     out = tmp_path / "report.json"
     result = run_cli("bench", "--data", str(data), "--limit", "1", "--model", str(tiny_model_dir),
-                     "--max-new-tokens", "8", "--max-attempts", "1", "--samples", "1,2", "--out", str(out))
+                     "--max-new-tokens", "8", "--max-attempts", "1", "--method", "vote", "--samples", "1,2", "--out", str(out))
     assert result.returncode == 0, result.stderr
     report = json.loads(out.read_text())
     assert [s["config"]["samples"] for s in report["summaries"]] == [1, 2]
@@ -342,7 +342,7 @@ def test_an_interrupted_bench_reports_the_questions_every_config_finished(tiny_m
                             for n in range(200)))
     out, trace = tmp_path / "report.json", tmp_path / "trace.jsonl"
     bench = subprocess.Popen([sys.executable, "-m", "pal_jupyter.cli", "bench", "--data", str(data), "--model",
-                              str(tiny_model_dir), "--max-new-tokens", "8", "--max-attempts", "1", "--samples", "1,2",
+                              str(tiny_model_dir), "--max-new-tokens", "8", "--max-attempts", "1", "--method", "vote", "--samples", "1,2",
                               "--limit", "200", "--trace", str(trace), "--out", str(out)],
                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
                              # A suite started in the background (`cmd &` in a script) inherits SIGINT
@@ -360,8 +360,8 @@ def test_an_interrupted_bench_reports_the_questions_every_config_finished(tiny_m
     assert f"Interrupted: reporting the {finished} questions" in stderr
 
 
-@pytest.mark.parametrize("value", ["0", "-1", "abc", "1000"])
+@pytest.mark.parametrize("value", ["-1", "abc", "1000"])
 def test_bad_sample_counts_get_one_line_and_exit_2(value):
     result = run_cli("ask", "--no-trace", f"--samples={value}", "What is 2+2?")
     assert result.returncode == 2 and result.stdout == ""
-    assert result.stderr.count("\n") == 1 and "samples must be a whole number from 1 to 16" in result.stderr, result.stderr
+    assert result.stderr.count("\n") == 1 and "samples must be a whole number from 0 to 16" in result.stderr, result.stderr

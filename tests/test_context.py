@@ -171,7 +171,7 @@ def test_solve_shows_the_context_in_every_prompt_and_keeps_it_in_the_session(tmp
     model = ScriptedBackend(["```python\nprint(sped)\n```", "Explanation: a typo.\n```python\nprint(60)\n```"])
     context = PromptContext("In [2]:\n```python\nspeed = 60\n```", "Context sent: the last cell (1 line), ~9 tokens")
     trace = tmp_path / "trace.jsonl"
-    session = solve("Fix the error above", model=model, samples=1, max_attempts=2, context=context, trace=trace)
+    session = solve("Fix the error above", model=model, method="vote", samples=1, max_attempts=2, context=context, trace=trace)
     first, repair = model.calls
     assert first[-1]["content"].startswith(prompts.CONTEXT_INTRO) and "speed = 60" in first[-1]["content"]
     assert first[-1]["content"].endswith(f"{prompts.CONTEXT_QUESTION}\nFix the error above")
@@ -185,14 +185,14 @@ def test_solve_shows_the_context_in_every_prompt_and_keeps_it_in_the_session(tmp
 
 
 def test_the_summaries_show_the_note_and_fold_the_text_sent():
-    session = solve("What is 6 times 7", model=ScriptedBackend(["```python\nprint(42)\n```"]), samples=1,
+    session = solve("What is 6 times 7", model=ScriptedBackend(["```python\nprint(42)\n```"]), method="vote", samples=1,
                     context=PromptContext("In [1]:\n```python\nx = 6\n```", "Context sent: the last cell (1 line)"))
     text = summary_text(session, session.question, "done")
     assert text.splitlines()[:2] == ["%%pal: What is 6 times 7", "Context sent: the last cell (1 line)"]
     page = summary_html(session, session.question, "done")
     assert "<details class='pal-context'><summary class='pal-status'>Context sent: the last cell (1 line)" in page
     assert "For reference only, the last cells I ran" in page and "x = 6" in page
-    plain = solve("What is 6 times 7", model=ScriptedBackend(["```python\nprint(42)\n```"]), samples=1)
+    plain = solve("What is 6 times 7", model=ScriptedBackend(["```python\nprint(42)\n```"]), method="vote", samples=1)
     assert "Context" not in summary_text(plain, plain.question, "done") and "pal-context" not in \
         summary_html(plain, plain.question, "done")
 

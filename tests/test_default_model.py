@@ -57,7 +57,7 @@ class SeededBugFirst:
 def test_default_model_explains_and_repairs_a_seeded_bug(default_model, pool):
     buggy = "apples_per_box = 12\nboxes = 7\ntotal = apples_per_box * box\nprint(total)"
     session = solve("A shop packs 12 apples in a box. How many apples are in 7 boxes?",
-                    model=SeededBugFirst(default_model, buggy), executor=pool, samples=1)
+                    model=SeededBugFirst(default_model, buggy), executor=pool, method="vote", samples=1)
     first, repair = session.attempts[0], session.attempts[1]
     assert first.error_type == "NameError" and first.execution.error.lineno == 3
     assert repair.kind == "repair" and repair.explanation, "the model explains the error in words"
@@ -78,7 +78,7 @@ def test_default_model_hint_ladder_never_gives_the_answer_away(default_model, po
     from pal_jupyter.classroom.tutor import TutorPlan, prepare_hints
     from pal_jupyter.engine.answers import numbers_match, parse_number
 
-    session = solve(question, model=default_model, executor=pool, samples=1)
+    session = solve(question, model=default_model, executor=pool, method="vote", samples=1)
     assert session.succeeded, "the default model writes a working program for both (greedy, on this CPU)"
     plan = TutorPlan(question, session)
     prepare_hints(plan, default_model, cap=3)

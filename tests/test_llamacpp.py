@@ -87,6 +87,19 @@ def test_interrupting_the_stream_cancels_the_request_and_the_model_stays_usable(
     assert tiny.generate(MESSAGES, GenerationOptions(max_new_tokens=4, stop_after_code=False)).text
 
 
+def test_a_code_only_reply_begins_at_the_fence_and_ends_at_the_closing_one(tiny):
+    streamed: dict[int, str] = {}
+    options = GenerationOptions(max_new_tokens=8, temperature=1.0, seed=3, code_only=True)
+    rows = tiny.generate_many(MESSAGES, 2, options,
+                              on_token=lambda row, text: streamed.__setitem__(row, streamed.get(row, "") + text))
+    for row, generation in enumerate(rows):
+        assert generation.text.startswith("```python\n") and generation.text.endswith("\n```")
+        assert generation.text.count("```") == 2 and 0 < generation.completion_tokens <= 8
+        assert generation.text.startswith(streamed[row]), "the fence is streamed first, then the code"
+    assert tiny._request(MESSAGES, 1, options)["stop"] == ["```"]
+    assert tiny._request(MESSAGES, 1, options)["messages"][-1] == {"role": "assistant", "content": "```python\n"}
+
+
 def test_more_programs_than_slots_is_one_clear_error(tiny):
     with pytest.raises(PalError, match="at most 16 programs"):
         tiny.generate_many(MESSAGES, 17, _sampled(4))
@@ -195,7 +208,7 @@ def test_lite_model_answers_end_to_end_on_llamacpp():
     seen = Tokens()
     with KernelPool() as pool:
         session = solve("If a train travels 60 mph for 2.5 hours, how far does it go?", model=model,
-                        executor=pool, observer=seen, max_programs=5)
+                        executor=pool, observer=seen, method="vote", samples=5, max_programs=5)
         assert session.succeeded and float(session.answer) == pytest.approx(150)
         assert session.runtime.startswith("llama.cpp")
         assert sorted(seen.rows) == [1, 2, 3, 4, 5], "every program streamed its own tokens"
@@ -209,10 +222,30 @@ def test_lite_model_answers_end_to_end_on_llamacpp():
 
         start = time.perf_counter()
         with pytest.raises(KeyboardInterrupt):
-            solve("What is 17 times 23?", model=model, executor=pool, observer=Interrupt())
+            solve("What is 17 times 23?", model=model, executor=pool, observer=Interrupt(), method="vote")
         assert time.perf_counter() - start < 30
-        again = solve("What is 17 times 23?", model=model, executor=pool, samples=1)
+        again = solve("What is 17 times 23?", model=model, executor=pool, method="vote", samples=1)
         assert again.succeeded and float(again.answer) == pytest.approx(391)
+
+
+@pytest.mark.slow
+def test_lite_model_careful_method_two_greedy_programs_each_ending_at_its_fence():
+    """The default method with the packaged lite model: two greedy programs from independent prompts,
+    code only (each reply is the fence, the code and the closing fence: no token after it)."""
+    from pal_jupyter import KernelPool, solve
+
+    model = load_model("lite")
+    with KernelPool() as pool:
+        session = solve("A shop packs 12 apples in a box. How many apples are in 7 boxes?", model=model,
+                        executor=pool, samples=2)
+    first, second = session.round(1)[:2]
+    assert (first.view, second.view) == ("shots", "reasoned") and session.second_opinion is not None
+    for attempt in (first, second):
+        assert attempt.completion.startswith("```python\n") and attempt.completion.endswith("\n```")
+        assert attempt.completion.count("```") == 2, attempt.completion
+        assert attempt.completion_tokens < 200
+    assert session.succeeded and float(session.answer) == pytest.approx(84)
+    assert len(session.attempts) == 2 or session.weak_votes, "samples are drawn only after a disagreement"
 
 
 @pytest.mark.slow
@@ -231,7 +264,7 @@ def test_lite_model_on_a_dataframe_writes_more_programs_while_the_vote_is_weak_a
     before = sales.copy()
     with KernelPool() as pool:
         session = solve("What is the total revenue (units times price) of the East region? Print just the number.",
-                        model=load_model("lite"), executor=pool, samples=3, max_programs=9, variables={"sales": sales},
+                        model=load_model("lite"), executor=pool, method="vote", samples=3, max_programs=9, variables={"sales": sales},
                         generation=GenerationOptions(seed=7))
     pd.testing.assert_frame_equal(sales, before)
     assert session.attempts[0].messages[0]["content"] == prompts.DATA_SYSTEM

@@ -46,7 +46,7 @@ class Recorder(SolveObserver):
 
 def test_first_attempt_that_runs_ends_the_session(pool):
     model = ScriptedBackend([fenced("speed = 60\nprint(speed * 2.5)")])
-    session = solve("How far at 60 mph for 2.5 hours?", samples=1, model=model, executor=pool)
+    session = solve("How far at 60 mph for 2.5 hours?", method="vote", samples=1, model=model, executor=pool)
     assert session.succeeded and len(session.attempts) == 1
     assert session.answer == "150.0"
     attempt = session.final
@@ -64,7 +64,7 @@ def test_error_is_fed_back_and_repaired_with_an_explanation(pool, tmp_path):
     )
     recorder = Recorder()
     trace = tmp_path / "trace.jsonl"
-    session = solve("How far?", samples=1, model=model, executor=pool, trace=trace, observer=recorder)
+    session = solve("How far?", method="vote", samples=1, model=model, executor=pool, trace=trace, observer=recorder)
     first, second = session.attempts
     assert first.error_type == "NameError" and first.reward == "<|bad|>"
     assert first.execution.error.lineno == 3
@@ -88,7 +88,7 @@ def test_error_is_fed_back_and_repaired_with_an_explanation(pool, tmp_path):
 
 def test_stops_after_max_attempts_and_marks_the_last_attempt(pool):
     model = ScriptedBackend([fenced("1/0")] * 2)
-    session = solve("Divide", samples=1, model=model, executor=pool, max_attempts=2)
+    session = solve("Divide", method="vote", samples=1, model=model, executor=pool, max_attempts=2)
     assert not session.succeeded and len(session.attempts) == 2
     assert session.answer is None and session.final.error_type == "ZeroDivisionError"
 
@@ -96,7 +96,7 @@ def test_stops_after_max_attempts_and_marks_the_last_attempt(pool):
 def test_checker_turns_a_wrong_answer_into_a_repair(pool):
     model = ScriptedBackend([fenced("print(41)"), fenced("print(42)", "Explanation: off by one.")])
     checker = lambda run: numbers_match(parse_number(run.text_output()), 42)  # noqa: E731
-    session = solve("Answer?", samples=1, model=model, executor=pool, checker=checker)
+    session = solve("Answer?", method="vote", samples=1, model=model, executor=pool, checker=checker)
     assert [a.correct for a in session.attempts] == [False, True]
     assert session.attempts[0].error_type == "WrongAnswer"
     assert "not the correct answer" in model.calls[1][-1]["content"]
@@ -104,7 +104,7 @@ def test_checker_turns_a_wrong_answer_into_a_repair(pool):
 
 def test_a_reply_without_code_is_retried_with_that_feedback(pool):
     model = ScriptedBackend(["I think it is 150.", fenced("print(150)")])
-    session = solve("How far?", samples=1, model=model, executor=pool)
+    session = solve("How far?", method="vote", samples=1, model=model, executor=pool)
     assert session.attempts[0].code is None and session.attempts[0].error_type == "NoCode"
     assert "contained no Python code" in model.calls[1][-1]["content"]
     assert session.succeeded
@@ -113,14 +113,14 @@ def test_a_reply_without_code_is_retried_with_that_feedback(pool):
 def test_a_model_that_never_writes_code_is_a_clear_error(pool):
     model = ScriptedBackend(["Sorry, I cannot help with that."] * 3)
     with pytest.raises(NoCodeError, match="no Python code in 3 program"):
-        solve("How far?", samples=1, model=model, executor=pool)
+        solve("How far?", method="vote", samples=1, model=model, executor=pool)
 
 
 @pytest.mark.parametrize("question", ["", "   \n\t"])
 def test_empty_question_fails_before_any_model_call(question):
     model = ScriptedBackend([])
     with pytest.raises(EmptyQuestionError, match="question is empty"):
-        solve(question, samples=1, model=model)
+        solve(question, method="vote", samples=1, model=model)
     assert model.calls == []
 
 
@@ -129,7 +129,7 @@ def test_variables_reach_the_program_and_the_prompt(pool):
 
     sales = pd.DataFrame({"month": [7, 8, 9], "amount": [10, 20, 30]})
     model = ScriptedBackend([fenced("print(sales['amount'].sum())")])
-    session = solve("Total Q3 sales?", samples=1, model=model, executor=pool, variables={"sales": sales})
+    session = solve("Total Q3 sales?", method="vote", samples=1, model=model, executor=pool, variables={"sales": sales})
     assert session.answer == "60" and session.variables == ["sales"]
     prompt = model.calls[0][-1]["content"]
     assert "`sales`: pandas DataFrame, 3 rows x 2 columns" in prompt and "do not create them" in prompt
@@ -139,7 +139,7 @@ def test_a_program_that_loops_forever_is_stopped_and_repaired():
     from pal_jupyter import ExecutorLimits
 
     model = ScriptedBackend([fenced("while True:\n    pass"), fenced("print(1)")])
-    session = solve("Loop", samples=1, model=model, limits=ExecutorLimits(timeout_s=1.5, grace_s=1.0))
+    session = solve("Loop", method="vote", samples=1, model=model, limits=ExecutorLimits(timeout_s=1.5, grace_s=1.0))
     assert session.attempts[0].execution.reason.value == "timeout"
     assert "longer than" in model.calls[1][-1]["content"]
     assert session.succeeded
@@ -148,21 +148,21 @@ def test_a_program_that_loops_forever_is_stopped_and_repaired():
 def test_session_serialises_to_json(pool):
     from pal_jupyter.engine.records import to_jsonable
 
-    session = solve("x", samples=1, model=ScriptedBackend([fenced("print(2)")]), executor=pool)
+    session = solve("x", method="vote", samples=1, model=ScriptedBackend([fenced("print(2)")]), executor=pool)
     data = json.loads(json.dumps(to_jsonable(session)))
     assert data["attempts"][0]["execution"]["reason"] == "ok"
 
 
 def test_an_unchanged_correction_is_called_out_in_the_next_prompt(pool):
     model = ScriptedBackend([fenced("total = 1\nprint(totl)")] * 3)
-    solve("Q", samples=1, model=model, executor=pool)
+    solve("Q", method="vote", samples=1, model=model, executor=pool)
     assert "Did you mean: 'total'?" in model.calls[1][-1]["content"]
     assert "unchanged from the previous attempt" not in model.calls[1][-1]["content"]
     assert "unchanged from the previous attempt" in model.calls[2][-1]["content"]
 
 
 def test_an_unwritable_trace_costs_a_warning_not_the_answer(pool, caplog):
-    session = solve("Q", samples=1, model=ScriptedBackend([fenced("print(3)")]), executor=pool, trace="/dev/null/trace.jsonl")
+    session = solve("Q", method="vote", samples=1, model=ScriptedBackend([fenced("print(3)")]), executor=pool, trace="/dev/null/trace.jsonl")
     assert session.succeeded and session.answer == "3"
     assert "Could not append to the trace" in caplog.text
 
@@ -174,7 +174,7 @@ def test_an_unwritable_trace_costs_a_warning_not_the_answer(pool, caplog):
 def test_a_program_that_answers_nothing_is_repaired(pool, silent, fed_back):
     """Running cleanly is not answering: nothing printed, or NaN, gets the next round (LeTI's feedback)."""
     model = ScriptedBackend([fenced(silent), fenced("total = 12 * 3\nprint(total)")])
-    session = solve("What is 12 times 3?", samples=1, model=model, executor=pool)
+    session = solve("What is 12 times 3?", method="vote", samples=1, model=model, executor=pool)
     first, second = session.attempts
     assert not first.good and first.reward == "<|bad|>" and fed_back in first.feedback
     assert fed_back in model.calls[1][-1]["content"] and second.kind == "repair"

@@ -44,6 +44,7 @@ rate = 2
 %load_ext pal_jupyter
 %config PalMagics.model = "scripted"
 %config PalMagics.trace = "off"
+%config PalMagics.method = "vote"
 %config PalMagics.samples = 1
 """
 
@@ -102,10 +103,10 @@ def test_child_kernel_death_is_reported_and_the_user_kernel_survives(kernel):
         ("import threading\nlock = threading.Lock()\n%pal --use lock what is in lock", "cannot be copied"),
         ("%%pal --model /no/such/model\nQ", "No model at /no/such/model"),
         ("%%pal --bogus\nQ", "unrecognized arguments: --bogus"),
-        ("%%pal --samples 0\nQ", "samples must be a whole number from 1 to 16 (programs written and run"),
-        ("%%pal --samples -1\nQ", "samples must be a whole number from 1 to 16"),
-        ("%%pal --samples abc\nQ", "samples must be a whole number from 1 to 16"),
-        ("%%pal --samples 1000\nQ", "samples must be a whole number from 1 to 16"),
+        ("%%pal --method vote --samples 0\nQ", "samples 0 leaves the vote method no program to write"),
+        ("%%pal --samples -1\nQ", "samples must be a whole number from 0 to 16 (programs sampled when"),
+        ("%%pal --samples abc\nQ", "samples must be a whole number from 0 to 16"),
+        ("%%pal --samples 1000\nQ", "samples must be a whole number from 0 to 16"),
         ("%%pal --samples 3 --temperature 0\nQ", "temperature 0 (greedy decoding) would write the same program 3 times"),
         ("%%pal -t -5\nQ", "timeout must be a number above 0 and at most 3600 (seconds a program may run), not '-5'"),
         ("%%pal --timeout 0\nQ", "timeout must be a number above 0"),
@@ -114,7 +115,7 @@ def test_child_kernel_death_is_reported_and_the_user_kernel_survives(kernel):
         ("%%pal --read /\nQ", "Readable path '/' refused: / is the whole filesystem"),
         ("%%pal --tutor --check\nprint(1)", "--check checks your own code in the cell; it does not go with --tutor"),
         ("%%pal --tutor --assist\nQ", "Choose one of --tutor and --assist."),
-        ("%config PalMagics.samples = 0", "samples must be a whole number from 1 to 16"),
+        ("%config PalMagics.samples = -1", "samples must be a whole number from 0 to 16"),
         ("%config PalMagics.memory_gib = 1", "memory_gib must be a number from 1.5 to 4096"),
     ],
 )
@@ -222,7 +223,7 @@ def test_a_weak_vote_is_worked_out_in_words_and_the_widget_shows_the_steps(kerne
 
 def test_a_cells_timeout_keeps_the_warm_pool(kernel):
     run_ok(kernel, "%load_ext pal_jupyter")
-    run_ok(kernel, '%config PalMagics.model = "scripted"\n%config PalMagics.samples = 1')
+    run_ok(kernel, '%config PalMagics.model = "scripted"\n%config PalMagics.method = "vote"\n%config PalMagics.samples = 1')
     pool_id = "print(id(get_ipython()._pal_magics.runtime._pool))"
     before = text_of(run_ok(kernel, pool_id)).strip()
     outputs = run_ok(kernel, "%%pal -t 5 --quiet --no-insert\nWhat is the total of sales times rate?")

@@ -17,7 +17,8 @@ def test_settings_has_exactly_the_declared_options_with_their_defaults():
 
 
 @pytest.mark.parametrize(("name", "value", "message"), [
-    ("samples", 0, "samples must be a whole number from 1 to 16"),
+    ("samples", -1, "samples must be a whole number from 0 to 16"),
+    ("method", "guess", "method must be one of careful, vote"),
     ("max_attempts", 11, "max_attempts must be a whole number from 1 to 10"),
     ("second_opinion", "loud", "second_opinion must be one of words, look, off"),
     ("memory_gib", 1, "memory_gib must be a number from 1.5 to 4096"),
@@ -38,8 +39,10 @@ def test_updated_leaves_unset_values_and_derives_generation_and_limits():
 
 def test_solve_takes_settings_and_keyword_options_checked_the_same_way():
     model = ScriptedBackend([])
-    with pytest.raises(SettingError, match="samples must be a whole number from 1 to 16"):
-        solve("Q", model=model, samples=0)
+    with pytest.raises(SettingError, match="samples must be a whole number from 0 to 16"):
+        solve("Q", model=model, samples=-1)
+    with pytest.raises(SettingError, match="samples 0 leaves the vote method no program"):
+        solve("Q", model=model, method="vote", samples=0)
     with pytest.raises(SettingError, match="max_programs must be a whole number from 1 to 48"):
         solve("Q", Settings(samples=2), model=model, max_programs=0)
     with pytest.raises(TypeError, match="unknown option.* sampels"):
@@ -53,6 +56,6 @@ def test_a_limit_given_as_a_keyword_option_applies_to_the_programs():
 
     model = ScriptedBackend(["```python\nwhile True:\n    pass\n```"])
     with KernelPool(ExecutorLimits(warm_imports=(), timeout_s=60)) as pool:
-        session = solve("Loop", model=model, executor=pool, samples=1, max_attempts=1, timeout=1.0)
+        session = solve("Loop", model=model, executor=pool, method="vote", samples=1, max_attempts=1, timeout=1.0)
     assert session.attempts[0].error_type == "Timeout"
     assert "longer than 1 s" in session.attempts[0].execution.error.evalue

@@ -62,7 +62,7 @@ def test_an_updated_display_is_replaced_in_place(pool):
 def test_the_widget_and_the_saved_notebook_show_only_the_last_frame(pool):
     widget = PalWidget("Count to five, redrawing as you go")
     model = ScriptedBackend(["```python\n" + REDRAWN + "```"])
-    session = solve(widget.question, model=model, executor=pool, samples=1, observer=widget)
+    session = solve(widget.question, model=model, executor=pool, method="vote", samples=1, observer=widget)
     assert session.answer == "15"
     live = widget.pages[0].output.outputs  # the ipywidgets Output of the program's page
     assert [o.get("text") or o["data"]["text/plain"] for o in live] == ["frame 5 of 5\n", "table 5", "15\n"]

@@ -5,6 +5,7 @@ import pytest
 
 from pal_jupyter.engine import prompts, reasoning
 from pal_jupyter.engine.answers import numbers_match, parse_number, reference_answer
+from pal_jupyter.engine.records import ignores_period, number_for_name
 from pal_jupyter.kernels import ErrorInfo, ExecutionResult, StopReason
 
 
@@ -181,3 +182,17 @@ def test_misspelt_name_is_only_matched_to_names_that_existed_at_the_failing_line
     # In a function the names given values later, before the call, do exist.
     called = "def double():\n    return 2 * totl\ntotal = 3\nprint(double())"
     assert prompts.misspelt_name("NameError", "name 'totl' is not defined", called, line=2) == ("totl", "total")
+
+
+def test_feedback_for_a_number_printed_where_a_name_is_asked_says_how_to_get_the_name():
+    feedback = prompts.execution_feedback(ExecutionResult(StopReason.OK, stdout="3\n"), off_target=number_for_name("3"))
+    assert feedback.startswith("The program ran and printed:\n3\nbut it printed a number (3) where the question asks")
+    assert "idxmax()" in feedback and "missing value" not in feedback
+
+
+def test_feedback_for_an_ignored_period_says_which_rows_to_select_and_how():
+    selection = "sales[sales['date'].dt.to_period('M') == '2024-03']"
+    feedback = prompts.execution_feedback(ExecutionResult(StopReason.OK, stdout="300\n"),
+                                          off_target=ignores_period("March 2024", selection))
+    assert "the rows of March 2024" in feedback and selection in feedback and "every date" in feedback
+    assert "frame['column'] == 'value'" not in feedback  # not the advice for a text value

@@ -46,8 +46,10 @@ def test_a_cells_options_override_the_defaults_and_the_rest_stay(runtime):
 
 
 def test_tutor_mode_cross_checks_with_at_least_three_programs(runtime):
-    request = runtime.resolve(cell(tutor=True, samples=1), "How far?")
+    request = runtime.resolve(cell(tutor=True, method="vote", samples=1), "How far?")
     assert request.mode == "tutor" and request.settings.samples == TUTOR_MIN_SAMPLES
+    careful = runtime.resolve(cell(tutor=True, samples=0), "How far?")  # its two views cross-check already
+    assert careful.settings.method == "careful" and careful.settings.samples == 0
 
 
 def test_contradicting_modes_are_one_line(runtime):

@@ -39,7 +39,7 @@ def test_five_programs_in_one_batch_vote_and_the_winner_is_final(pool, tmp_path)
         fenced("speed = 60\nhours = 2.5\nprint(speed * hours)"),
     ])
     trace = tmp_path / "trace.jsonl"
-    session = solve("How far?", model=model, executor=pool, samples=5, trace=trace)
+    session = solve("How far?", model=model, executor=pool, method="vote", samples=5, trace=trace)
     assert model.batch_sizes == [5]  # one batched generation, not five
     assert session.rounds == 1 and len(session.attempts) == 5
     assert [a.sample for a in session.attempts] == [1, 2, 3, 4, 5]
@@ -60,7 +60,7 @@ def test_each_program_runs_in_its_own_fresh_kernel(pool):
     probe = ("print(get_ipython().kernel.session.session, 'leak' if 'left_behind' in globals() else 'clean')\n"
              "left_behind = 1")
     model = ScriptedBackend([fenced(probe)] * 3)
-    session = solve("Isolation?", model=model, executor=pool, samples=3, max_programs=3)
+    session = solve("Isolation?", model=model, executor=pool, method="vote", samples=3, max_programs=3)
     outputs = [a.execution.stdout.split() for a in session.attempts]
     assert len({pid for pid, _ in outputs}) == 3 and all(state == "clean" for _, state in outputs)
 
@@ -69,13 +69,13 @@ def test_a_tie_goes_to_the_answer_with_the_shortest_program(pool):
     model = ScriptedBackend([
         fenced("total = 3 + 4\nprint(total)"), fenced("print(8)"), fenced("total = 3 + 4\nprint(total)"), fenced("print(8)"),
     ])
-    session = solve("Tie?", model=model, executor=pool, samples=4, max_programs=4)
+    session = solve("Tie?", model=model, executor=pool, method="vote", samples=4, max_programs=4)
     assert session.answer == "8" and session.vote.votes == 2 and session.confidence == "low"
 
 
 def test_programs_that_print_nothing_do_not_vote(pool):
     model = ScriptedBackend([fenced("x = 7"), fenced("print(7)"), fenced("y = 1")])
-    session = solve("Seven?", model=model, executor=pool, samples=3, max_programs=3)
+    session = solve("Seven?", model=model, executor=pool, method="vote", samples=3, max_programs=3)
     assert session.answer == "7" and session.vote.votes == 1 and session.vote.candidates == 3
     assert session.agreement == pytest.approx(1 / 3)
 
@@ -84,7 +84,7 @@ def test_when_every_candidate_fails_one_failure_is_repaired_in_a_new_batch(pool)
     failing = [fenced("print(1/0)"), fenced("while True:\n    pass"), fenced("print(totl)")]
     repairs = [fenced("print(10)", "Explanation: fixed.")] * 3
     model = ScriptedBackend(failing + repairs)
-    session = solve("Repair?", model=model, executor=pool, samples=3)
+    session = solve("Repair?", model=model, executor=pool, method="vote", samples=3)
     assert model.batch_sizes == [3, 3] and session.rounds == 2
     repair_prompt = model.calls[1][-1]["content"]
     assert "print(1/0)" in repair_prompt and "ZeroDivisionError" in repair_prompt  # a fixable error, not the timeout
@@ -94,7 +94,7 @@ def test_when_every_candidate_fails_one_failure_is_repaired_in_a_new_batch(pool)
 
 def test_all_candidates_failing_every_round_is_a_failed_session(pool):
     model = ScriptedBackend([fenced("1/0")] * 4)
-    session = solve("Never", model=model, executor=pool, samples=2, max_attempts=2)
+    session = solve("Never", model=model, executor=pool, method="vote", samples=2, max_attempts=2)
     assert not session.succeeded and session.answer is None and session.confidence == "none"
     assert session.vote.winner is None and session.final.error_type == "ZeroDivisionError"
 
@@ -103,7 +103,7 @@ def test_a_hanging_candidate_costs_its_own_result_only(pool):
     model = ScriptedBackend([fenced("import time\ntime.sleep(600)"), fenced("print(5)"), fenced("print(5)")])
     before = {p.pid for p in psutil.Process().children(recursive=True)}
     start = time.monotonic()
-    session = solve("Hang?", model=model, executor=pool, samples=3)
+    session = solve("Hang?", model=model, executor=pool, method="vote", samples=3)
     elapsed = time.monotonic() - start
     hung = session.attempts[0]
     assert hung.execution.reason.value == "timeout" and hung.error_type == "Timeout"
@@ -124,7 +124,7 @@ def test_a_program_that_replaces_the_users_data_is_refused_before_it_runs(pool, 
                 "print((sales.units * sales.price).sum())")
     honest = "east = sales[sales.region == 'East']\nprint((east.units * east.price).sum())"
     model = ScriptedBackend([fenced(invented), fenced(honest), fenced(honest)])
-    session = solve("Revenue of East? Print just the number.", model=model, executor=pool, samples=3,
+    session = solve("Revenue of East? Print just the number.", model=model, executor=pool, method="vote", samples=3,
                     variables={"sales": sales})
     refused = session.attempts[0]
     assert refused.execution is None and refused.error_type == "ReplacedData" and not marker.exists()
@@ -139,7 +139,7 @@ def test_a_program_is_stopped_as_soon_as_it_starts_inventing_the_users_data(pool
     table = "\n".join(f"    'units': [{i}, {i + 1}]," for i in range(40))
     invented = f"import pandas as pd\nsales = pd.DataFrame({{\n{table}\n}})\nprint(sales.units.sum())"
     model = ScriptedBackend([fenced(invented), fenced("print(sales.units.sum())")])
-    session = solve("Total units? Print just the number.", model=model, executor=pool, samples=2, max_programs=2,
+    session = solve("Total units? Print just the number.", model=model, executor=pool, method="vote", samples=2, max_programs=2,
                     variables={"sales": sales})
     stopped = session.attempts[0]
     assert stopped.completion.endswith("sales = pd.DataFrame({\n"), "no token was spent on the invented table"
@@ -151,7 +151,7 @@ def test_a_program_is_stopped_as_soon_as_it_starts_inventing_the_users_data(pool
 def test_the_guard_feedback_reaches_the_repair_prompt(pool):
     sales = pd.DataFrame({"units": [1, 2]})
     model = ScriptedBackend([fenced("sales = [5, 6]\nprint(sum(sales))"), fenced("print(sales.units.sum())")])
-    session = solve("Total units? Print just the number.", model=model, executor=pool, samples=1,
+    session = solve("Total units? Print just the number.", model=model, executor=pool, method="vote", samples=1,
                     variables={"sales": sales})
     assert "do not create, load or overwrite it" in model.calls[1][-1]["content"]
     assert session.answer == "3"
@@ -162,7 +162,7 @@ def test_a_table_where_one_number_is_asked_is_sent_back(pool):
     series = "print(sales.groupby('region').revenue.sum())"
     model = ScriptedBackend([fenced(series), fenced(series), fenced("print(sales.revenue[sales.region == 'East'].sum())")] * 1
                             + [fenced("print(sales.revenue[sales.region == 'East'].sum())")] * 2)
-    session = solve("Revenue of East? Print just the number.", model=model, executor=pool, samples=2,
+    session = solve("Revenue of East? Print just the number.", model=model, executor=pool, method="vote", samples=2,
                     variables={"sales": sales})
     first = session.round(1)
     assert [a.error_type for a in first] == ["NotANumber", "NotANumber"]
@@ -188,7 +188,7 @@ def test_observer_sees_every_candidate_and_the_vote(pool):
             self.votes.append(vote.tally)
 
     recorder = Recorder()
-    solve("Obs?", model=ScriptedBackend([fenced("print(2)")] * 3), executor=pool, samples=3, observer=recorder)
+    solve("Obs?", model=ScriptedBackend([fenced("print(2)")] * 3), executor=pool, method="vote", samples=3, observer=recorder)
     assert recorder.started == [1, 2, 3] and recorder.tokens == {1, 2, 3} and recorder.finished == [1, 2, 3]
     assert recorder.votes == ["3 of 3 programs agree"]
 
@@ -196,15 +196,15 @@ def test_observer_sees_every_candidate_and_the_vote(pool):
 @pytest.mark.parametrize("samples", [0, -1, 1000, "abc", 2.5, True])
 def test_bad_sample_counts_are_refused_before_any_work(samples):
     model = ScriptedBackend([])
-    with pytest.raises(ValueError, match="samples must be"):
-        solve("Q", model=model, samples=samples)
+    with pytest.raises(ValueError, match="samples must be|samples 0 leaves the vote method"):
+        solve("Q", model=model, method="vote", samples=samples)
     assert model.calls == []
 
 
 def test_greedy_decoding_cannot_draw_several_programs():
     model = ScriptedBackend([])
     with pytest.raises(ValueError, match="temperature 0 .* same program 5 times"):
-        solve("Q", model=model, samples=5, generation=GenerationOptions(temperature=0))
+        solve("Q", model=model, method="vote", samples=5, generation=GenerationOptions(temperature=0))
     assert model.calls == []
 
 
@@ -224,7 +224,7 @@ def test_a_weak_vote_writes_more_programs_from_the_same_prompt_and_they_join_the
     model = ScriptedBackend(first + second)
     observer = _Recorder()
     trace = tmp_path / "trace.jsonl"
-    session = solve("Revenue of the East?", model=model, executor=pool, samples=5, observer=observer, trace=trace,
+    session = solve("Revenue of the East?", model=model, executor=pool, method="vote", samples=5, observer=observer, trace=trace,
                     second_opinion="off")
     assert model.batch_sizes == [5, 5] and len(model.calls) == 2 and model.calls[0] == model.calls[1]
     assert observer.more == [(1, 5, 5)]
@@ -240,17 +240,17 @@ def test_more_programs_stop_at_max_programs_and_a_clear_vote_needs_none(pool):
     disagree = [fenced(f"print({n})") for n in range(1, 13)]
     model = ScriptedBackend(disagree)
     observer = _Recorder()
-    session = solve("Which?", model=model, executor=pool, samples=4, max_programs=10, observer=observer,
+    session = solve("Which?", model=model, executor=pool, method="vote", samples=4, max_programs=10, observer=observer,
                     second_opinion="off")
     assert model.batch_sizes == [4, 4, 2] and observer.more == [(1, 4, 4), (1, 8, 2)]
     assert session.vote.candidates == 10 and session.confidence == "low"  # still unsure, and it says so
 
     agree = ScriptedBackend([fenced("print(7)")] * 5)
-    session = solve("Seven?", model=agree, executor=pool, samples=5)
+    session = solve("Seven?", model=agree, executor=pool, method="vote", samples=5)
     assert agree.batch_sizes == [5] and session.confidence == "high"
 
     capped = ScriptedBackend(disagree[:5])
-    session = solve("Which?", model=capped, executor=pool, samples=5, max_programs=5)  # no room for a 6th
+    session = solve("Which?", model=capped, executor=pool, method="vote", samples=5, max_programs=5)  # no room for a 6th
     assert capped.batch_sizes == [5] and session.confidence == "low"
 
 
@@ -263,7 +263,7 @@ def test_a_seeded_question_gives_the_extra_programs_their_own_seed(pool):
             return super().generate_many(messages, n, options, on_token)
 
     model = Seeds([fenced(f"print({n})") for n in range(1, 7)])
-    solve("Which?", model=model, executor=pool, samples=3, max_programs=6, generation=GenerationOptions(seed=11),
+    solve("Which?", model=model, executor=pool, method="vote", samples=3, max_programs=6, generation=GenerationOptions(seed=11),
           second_opinion="off")
     assert seen == [11, 14]
 
@@ -299,7 +299,7 @@ def test_a_weak_vote_is_worked_out_in_words_then_by_a_program_that_follows_the_s
     words = "The East sold 3 items at 53 each.\n3 * 53 = 159.\nAnswer: 159"
     model = _Options(WEAK + [words, fenced("units = 3\nprice = 53\nprint(units * price)")])
     observer = _Reasoning()
-    session = solve("Revenue of the East?", model=model, executor=pool, samples=5, observer=observer)
+    session = solve("Revenue of the East?", model=model, executor=pool, method="vote", samples=5, observer=observer)
     assert model.batch_sizes == [5, 1, 1] and observer.started == [(1, 5)] and "".join(observer.words) == words
     words_prompt, program_prompt = model.calls[1], model.calls[2]
     assert words_prompt[0]["content"] == reasoning.WORDS_SYSTEM and words_prompt[-1]["content"] == "Revenue of the East?"
@@ -327,7 +327,7 @@ def test_words_that_disagree_leave_the_vote_weak_and_more_programs_follow(pool):
     more = [fenced("print(159)")] * 5
     model = ScriptedBackend(WEAK + ["2 + 2 = 4\nAnswer: 4", fenced("print(159)")] + more)
     observer = _Reasoning()
-    session = solve("Revenue of the East?", model=model, executor=pool, samples=5, observer=observer)
+    session = solve("Revenue of the East?", model=model, executor=pool, method="vote", samples=5, observer=observer)
     assert model.batch_sizes == [5, 1, 1, 5] and [w.how for w in session.weak_votes] == ["reason", "more"]
     assert observer.more == [(2, 6, 5)] and session.weak_votes[1].answer.text == "159"
     assert session.answer == "159" and session.vote.candidates == 11 and not session.vote.winner.words
@@ -337,7 +337,7 @@ def test_words_that_disagree_leave_the_vote_weak_and_more_programs_follow(pool):
 
 def test_questions_about_the_users_data_get_no_words_answer(pool):
     model = ScriptedBackend(WEAK + [fenced("print(159)")] * 5)
-    session = solve("Revenue of the East?", model=model, executor=pool, samples=5,
+    session = solve("Revenue of the East?", model=model, executor=pool, method="vote", samples=5,
                     variables={"sales": pd.DataFrame({"units": [3], "price": [53]})})
     assert model.batch_sizes == [5, 5] and session.second_opinion is None
 
@@ -348,7 +348,7 @@ def test_programs_that_ignore_a_value_the_question_names_are_sent_back(pool):
     everything = [fenced("print(sales['units'].sum())")] * 5
     model = ScriptedBackend(everything + [fenced("west = sales[sales['region'] == 'West']\nprint(west['units'].sum())")] * 5)
     session = solve("How many units were sold in the West region? Print just the number.", model=model,
-                    executor=pool, samples=5, variables={"sales": sales})
+                    executor=pool, method="vote", samples=5, variables={"sales": sales})
     assert [a.error_type for a in session.round(1)] == ["IgnoresFilter"] * 5 and session.rounds == 2
     assert "never uses 'West' (a value of sales['region'])" in model.calls[1][-1]["content"]
     assert session.answer == "9" and session.confidence == "high"
@@ -378,7 +378,7 @@ def test_a_weak_vote_on_data_looks_at_the_data_then_writes_more_programs_knowing
     model = ScriptedBackend(first + [right] * 5)
     observer = _LookRecorder()
     question = "What is the total revenue (units times price) of the East region? Print just the number."
-    session = solve(question, model=model, executor=pool, samples=5, observer=observer, variables={"sales": sales},
+    session = solve(question, model=model, executor=pool, method="vote", samples=5, observer=observer, variables={"sales": sales},
                     second_opinion="look")
     look = session.data_look
     assert observer.looks == [look] and look.round == 1
@@ -396,5 +396,5 @@ def test_only_look_looks_and_only_at_data(pool):
     sales = pd.DataFrame({"region": ["East", "West"], "units": [3, 5]})
     for kwargs in ({"second_opinion": "words", "variables": {"sales": sales}}, {"second_opinion": "off"}):
         model = ScriptedBackend([fenced(f"print({n})") for n in range(1, 11)])
-        session = solve("Total units?", model=model, executor=pool, samples=5, max_programs=10, **kwargs)
+        session = solve("Total units?", model=model, executor=pool, method="vote", samples=5, max_programs=10, **kwargs)
         assert session.data_look is None and [w.how for w in session.weak_votes] == ["more"]

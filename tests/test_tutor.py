@@ -39,7 +39,7 @@ def test_scrub_replaces_only_the_answer():
 def test_hint_ladder_from_a_private_solve(pool):
     plan_reply = "1. How many clips in May?\n2. So the total is 72, right?"  # a model that blurts the answer
     model = ScriptedBackend([f"```python\n{PROGRAM}\n```", plan_reply])
-    session = solve("Natalia sold 48 clips in April and half as many in May. How many in total?", model=model, executor=pool, samples=1)
+    session = solve("Natalia sold 48 clips in April and half as many in May. How many in total?", model=model, executor=pool, method="vote", samples=1)
     plan = TutorPlan(session.question, session)
     prepare_hints(plan, model, cap=3)
     levels = [plan.next_hint() for _ in range(3)]
@@ -52,7 +52,7 @@ def test_hint_ladder_from_a_private_solve(pool):
 
 def test_policy_cap_stops_the_ladder(pool):
     model = ScriptedBackend([f"```python\n{PROGRAM}\n```", "1. How many in May?"])
-    session = solve("Clips?", model=model, executor=pool, samples=1)
+    session = solve("Clips?", model=model, executor=pool, method="vote", samples=1)
     plan = TutorPlan(session.question, session)
     prepare_hints(plan, model, cap=2)
     assert [h.level for h in plan.hints] == [1, 2]
@@ -201,7 +201,7 @@ def test_with_the_tiny_random_model_the_tutor_admits_it_cannot_solve(tiny_model_
 def test_the_tutor_does_not_guide_towards_an_answer_its_programs_disagree_on(tmp_path):
     kernel = start_kernel(tmp_path, ['c.TeacherPolicy.mode = "tutor"', "c.TeacherPolicy.min_agreement = 0.6"])
     try:
-        reply, outputs = kernel.run("%%pal --samples 3 --max-programs 3\nA toss-up question: how far does the train go?")
+        reply, outputs = kernel.run("%%pal --method vote --samples 3 --max-programs 3\nA toss-up question: how far does the train go?")
         assert reply["status"] == "ok", text_of(outputs)
         final = [o for o in outputs if o["output_type"] == "update_display_data"][-1]["data"]
         text = final["text/plain"]
@@ -216,7 +216,7 @@ def test_the_tutor_does_not_guide_towards_an_answer_its_programs_disagree_on(tmp
         assert gave_up["event"] == "gave_up" and gave_up["agreement"] == pytest.approx(1 / 3)
         assert gave_up["details"]["reason"] == "programs disagree"
         # A question its programs agree on gets hints as usual, and the log records the agreement.
-        reply, outputs = kernel.run("%%pal --samples 3\nNatalia sold 48 clips in April and half as many in May. How many?")
+        reply, outputs = kernel.run("%%pal --method vote --samples 3\nNatalia sold 48 clips in April and half as many in May. How many?")
         final = [o for o in outputs if o["output_type"] == "update_display_data"][-1]["data"]["text/plain"]
         assert "Hint 1" in final
         ready = [e for e in log_events(tmp_path) if e["event"] == "question" and e.get("tutor_solved")][-1]

@@ -9,10 +9,12 @@ import pandas as pd
 import pytest
 
 from pal_jupyter.engine import prompts
-from pal_jupyter.engine.filters import ignored_values, named_values
+from pal_jupyter.engine.filters import NamedPeriod, ignored_values, named_values, periods, selects_period
 from pal_jupyter.engine.records import Attempt, Session
+from pal_jupyter.evaluation.dataframes import QUESTIONS
 from pal_jupyter.kernels import ErrorInfo, ExecutionResult, StopReason
 from pal_jupyter.engine.vote import (
+    asks_for_name,
     asks_for_number,
     competing_answers,
     doubt_message,
@@ -202,3 +204,152 @@ def test_a_variable_named_after_the_value_is_not_a_use_of_it():
     both = "print(sales.query(\"region == 'West' and product == 'Gadget'\")['units'].sum())"
     assert [n.value for n in ignored_values(only_gadget, named)] == ["West"]
     assert ignored_values(both, named) == []
+
+
+@pytest.mark.parametrize("question", [
+    "Which customer spent the most? Print just the name.",
+    "Which city has the highest total revenue?",
+    "Customers of which city bought the most units in total? Print just the city name.",
+    "In which region were the most orders placed?",
+    "Which product has the largest number of orders?",  # "number of": a quantity, not the answer's form
+    "What is the name of the customer with the largest order?",
+    "Which month name comes up most often in the order dates?",
+    "Which of the countries had the lowest average price?",
+])
+def test_questions_that_ask_for_a_name(question):
+    assert asks_for_name(question)
+
+
+@pytest.mark.parametrize("question", [
+    "Which month (as a number from 1 to 12) had the highest total revenue? Print just the month number.",
+    "Which year had the most orders?",
+    "Which customer placed the most orders?",  # a customer may be known by an id
+    "Which product id sold the most units?",
+    "How many cities have more than 10 orders?",
+    "Which city has the highest total revenue? Print just the number.",
+    "What is the total revenue of the East region?",
+    "Which day of the week has the most orders?",
+    "What is the average number of units per order for the product Gizmo?",
+])
+def test_questions_that_do_not_ask_for_a_name(question):
+    assert not asks_for_name(question)
+
+
+def test_the_dataframe_suites_name_and_number_questions_are_told_apart():
+    numbers = [q.question for q in QUESTIONS if q.question.endswith(("Print just the number.", "month number."))]
+    names = [q.question for q in QUESTIONS if q.question.endswith("name.")]
+    assert len(numbers) > 30 and len(names) == 5
+    assert not [q for q in numbers if asks_for_name(q)]
+    assert all(asks_for_name(q) for q in names)
+
+
+def test_a_row_number_printed_for_a_name_is_sent_back():
+    question = "Which customer spent the most? Print just the name."
+    attempts = [candidate(1, "9\n", code="print(totals.idxmax())"), candidate(2, "Customer 09\n"),
+                candidate(3, "Alice\n"), candidate(4, "Customer 09\n")]
+    mark_off_target(attempts, question)
+    assert attempts[0].off_target == ("printed a number (9) where the question asks for a name: probably a row "
+                                      "number from idxmax() or an index, not the name")
+    assert not attempts[0].good and [a.off_target for a in attempts[1:]] == [None, None, None]
+    assert take_vote(attempts).winner.answer.text == "Customer 09"  # a name with digits in it is a name
+    feedback = prompts.execution_feedback(attempts[0].execution, off_target=attempts[0].off_target)
+    assert "asks for a name" in feedback and "idxmax()" in feedback and "Print the name itself" in feedback
+
+
+@pytest.mark.parametrize("question, caught", [
+    ("Which city has the highest total revenue?", True),
+    ("Which month (as a number from 1 to 12) had the highest revenue? Print just the month number.", False),
+    ("How many orders were placed?", False),
+])
+def test_a_bare_number_is_off_target_only_where_a_name_is_asked(question, caught):
+    attempts = [candidate(1, "3\n"), candidate(2, "3.0\n")]
+    mark_off_target(attempts, question)
+    assert all((a.off_target is not None) == caught for a in attempts)
+
+
+def _orders() -> pd.DataFrame:
+    """Orders from January to June 2024, four a month."""
+    dates = pd.date_range("2024-01-01", periods=24, freq="7D")
+    return pd.DataFrame({"date": dates, "region": ["East", "West"] * 12, "units": range(1, 25)})
+
+
+@pytest.mark.parametrize("question, found", [
+    ("How many orders were placed in March 2024?", [(2024, 3)]),
+    ("What were the total units during April 2025?", [(2025, 4)]),
+    ("Total units March 2025", [(2025, 3)]),
+    ("Units sold in Sept. 2024 and in 2023?", [(2024, 9), (2023, None)]),
+    ("What was the revenue in 2024-03?", [(2024, 3)]),
+    ("How many customers signed up before 1 July 2024?", []),  # a boundary, not a period
+    ("How many orders from March 2024 to May 2024?", []),
+    ("How many orders on 2024-03-05?", []),
+    ("What is Lima's average temperature in March?", []),  # no year: not a period of the data
+])
+def test_periods_the_question_names(question, found):
+    assert periods(question) == found
+
+
+def test_a_named_period_needs_a_date_column_with_rows_in_and_out_of_it():
+    sales = _orders()
+    named = named_values("How many units were sold in the West region in March 2024?", {"sales": sales})
+    assert [type(n) for n in named] == [type(named[0]), NamedPeriod] and named[0].value == "West"
+    period = named[1]
+    assert (period.variable, period.column, period.value, period.label) == ("sales", "date", "2024-03", "March 2024")
+    assert period.selection == "sales[sales['date'].dt.to_period('M') == '2024-03']"
+    assert named_values("How many orders in 2024?", {"sales": sales}) == []  # every row is in 2024
+    assert named_values("How many orders in March 2023?", {"sales": sales}) == []  # no row is
+    assert named_values("How many orders in 2024?", {"sales": sales.assign(date=sales.date.astype(str))}) == []
+    year = named_values("How many orders in 2024?", {"sales": pd.concat([sales, sales.assign(date=sales.date
+                                                                                             + pd.DateOffset(years=1))])})
+    assert [(n.value, n.label, n.selection) for n in year] == [("2024", "2024", "sales[sales['date'].dt.year == 2024]")]
+
+
+MARCH_2024 = NamedPeriod("sales", "date", "2024-03", 2024, 3)
+
+
+@pytest.mark.parametrize("code", [
+    "m = sales[(sales['date'].dt.year == 2024) & (sales['date'].dt.month == 3)]\nprint(len(m))",
+    "print(len(sales[sales['date'].dt.to_period('M') == '2024-03']))",
+    "print(sales.set_index('date').loc['2024-03', 'units'].sum())",
+    "print(sales[sales.date.between('2024-03-01', '2024-03-31')].units.sum())",
+    "print(sales.query('date.dt.month == 3').units.sum())",
+    "from datetime import datetime\nstart, end = datetime(2024, 3, 1), datetime(2024, 4, 1)\n"
+    "print(sales[(sales.date >= start) & (sales.date < end)].units.sum())",
+    "print(sales[sales['date'].dt.month_name() == 'March'].units.sum())",
+    "print(sales[sales.date.dt.strftime('%Y%m') == '202403'].units.sum())",
+    "print(f\"{sales[sales.date.dt.to_period('M') == pd.Period('2024-03')].units.sum()}\")",
+    "print(sales[sales.date.dt.strftime('%b %Y') == 'Mar 2024'].units.sum())",
+])
+def test_programs_that_select_the_month_are_accepted(code):
+    assert selects_period(code, MARCH_2024)
+    assert ignored_values(code, [MARCH_2024]) == []
+
+
+@pytest.mark.parametrize("code", [
+    "print(sales['units'].sum())",
+    "print(len(sales))  # orders in March 2024",
+    "print('Units sold in March 2024:', sales.units.sum())",
+    "print(f'Orders in 2024-03: {len(sales)}')",
+    "print('Total for March 2024: {}'.format(sales.units.sum()))",
+    "print(sales[sales.date.dt.month == 4].units.sum())",  # the wrong month
+])
+def test_programs_that_sum_every_row_are_caught(code):
+    assert not selects_period(code, MARCH_2024)
+    assert ignored_values(code, [MARCH_2024]) == [MARCH_2024]
+
+
+def test_a_program_that_never_selects_the_named_month_is_sent_back():
+    sales = _orders()
+    question = "How many units were sold in March 2024? Print just the number."
+    named = named_values(question, {"sales": sales})
+    march = int(sales[sales.date.dt.to_period("M") == "2024-03"].units.sum())
+    attempts = [candidate(1, f"{sales.units.sum()}\n", code="print(sales['units'].sum())  # March 2024"),
+                candidate(2, f"{march}\n", code="print(sales[sales.date.dt.month == 3].units.sum())"),
+                candidate(3, f"{march}\n", code="print(sales.set_index('date').loc['2024-03'].units.sum())")]
+    mark_off_target(attempts, question, named)
+    assert attempts[0].off_target == ("never uses the rows of March 2024, which the question names (select them "
+                                      "with sales[sales['date'].dt.to_period('M') == '2024-03'])")
+    assert attempts[0].error_type == "IgnoresFilter" and not attempts[0].good
+    assert [a.off_target for a in attempts[1:]] == [None, None]
+    assert take_vote(attempts).winner.answer.value == march and take_vote(attempts).winner.votes == 2
+    feedback = prompts.execution_feedback(attempts[0].execution, off_target=attempts[0].off_target)
+    assert "every date" in feedback and "to_period('M') == '2024-03'" in feedback

@@ -21,6 +21,9 @@ from ..errors import SettingError
 # A reply is done once its first fenced code block is closed: whatever a model adds after
 # the program is chatter we would throw away, and on a CPU every token costs ~0.3 s.
 CLOSED_FENCE = re.compile(r"```[^\n]*\n.*?^[ \t]*```", re.DOTALL | re.MULTILINE)
+#: What a reply is made to begin with when only code is wanted (``GenerationOptions.code_only``).
+CODE_OPENING = "```python\n"
+CODE_CLOSING = "```"
 
 ChatMessage = dict[str, str]  # {"role": "system" | "user" | "assistant", "content": str}
 TokenCallback = Callable[[str], None]
@@ -46,6 +49,10 @@ class GenerationOptions:
     top_p: float = 0.95
     seed: int | None = None
     stop_after_code: bool = True  # stop as soon as the first fenced code block is closed
+    # The reply is a program and nothing else: the assistant's turn is begun with CODE_OPENING and
+    # each row ends at its closing fence (a stop string where the backend has them), so no token is
+    # spent on words before or after the code. Backends that cannot continue a turn ignore it.
+    code_only: bool = False
     # Stop one program early when this says so about its text so far (e.g. it starts replacing the
     # user's data). Checked after each token, per program: the others go on.
     stop_when: Callable[[str], bool] | None = field(default=None, repr=False, compare=False)
@@ -68,6 +75,23 @@ def row_is_done(text: str, options: GenerationOptions) -> bool:
     if options.stop_after_code and CLOSED_FENCE.search(text):
         return True
     return options.stop_when is not None and options.stop_when(text)
+
+
+def code_prefilled(messages: Sequence[ChatMessage], options: GenerationOptions) -> list[ChatMessage]:
+    """``messages`` with the assistant's turn begun by the opening fence when ``options.code_only``:
+    the model continues that turn, so its first token is code."""
+    messages = [dict(m) for m in messages]
+    if options.code_only:
+        messages.append({"role": "assistant", "content": CODE_OPENING})
+    return messages
+
+
+def closed_code(text: str) -> str:
+    """A ``code_only`` row's whole reply (``text`` begins with :data:`CODE_OPENING`), with the closing
+    fence that stopped it: a stop string is not part of the text a backend returns."""
+    if CLOSED_FENCE.search(text):
+        return text
+    return (text if text.endswith("\n") else text + "\n") + CODE_CLOSING
 
 
 @dataclass
@@ -160,8 +184,9 @@ class ScriptedBackend(BatchingBackend):
     ``replies`` is a list of strings, or a function from the messages to a string. Each reply
     is streamed word by word like a real model, ``token_delay_s`` apart (a typing pace for
     classroom demos and UI tests). Every prompt received is kept in ``calls``; a batch of
-    ``n`` (``generate_many``) takes the next ``n`` replies and counts as one call. A reply ends
-    where ``options.stop_when`` would have stopped a real model (checked line by line).
+    ``n`` (``generate_many``) takes the next ``n`` replies and counts as one call, whose options are
+    kept in ``options``. A reply ends where ``options.stop_when`` would have stopped a real model
+    (checked line by line); replies are written whole, fences included, also when ``code_only``.
     """
 
     def __init__(
@@ -176,6 +201,7 @@ class ScriptedBackend(BatchingBackend):
         self._callable = callable(replies)
         self.calls: list[list[ChatMessage]] = []
         self.batch_sizes: list[int] = []
+        self.options: list[GenerationOptions] = []  # how each call asked (greedy or sampled, code only ...)
 
     def generate_many(
         self,
@@ -187,6 +213,7 @@ class ScriptedBackend(BatchingBackend):
         start = time.perf_counter()
         self.calls.append([dict(m) for m in messages])
         self.batch_sizes.append(n)
+        self.options.append(options or GenerationOptions())
         texts = [self._cut(self._next(messages), options) for _ in range(n)]
         rows = [re.findall(r"\S+\s*|\s+", text) for text in texts]
         for step in range(max(map(len, rows), default=0)):  # interleaved, as a batch streams

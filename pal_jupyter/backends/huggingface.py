@@ -23,7 +23,8 @@ from typing import Any
 from ..errors import ModelLoadError
 from . import presets
 from .adapters import check_base, conditioned, read_adapter
-from .base import BatchingBackend, ChatMessage, Generation, GenerationOptions, RowTokenCallback, row_is_done
+from .base import (CODE_OPENING, BatchingBackend, ChatMessage, Generation, GenerationOptions, RowTokenCallback,
+                   closed_code, code_prefilled, row_is_done)
 
 log = logging.getLogger(__name__)
 
@@ -59,13 +60,20 @@ class TransformersBackend(BatchingBackend):
     def runtime(self) -> str:
         return f"transformers ({self.device}, {self.dtype})"
 
-    def render_prompt(self, messages: Sequence[ChatMessage], add_generation_prompt: bool = True) -> str:
-        """Chat template when the tokenizer has one; a plain instruction format otherwise."""
+    def render_prompt(self, messages: Sequence[ChatMessage], add_generation_prompt: bool = True,
+                      continue_final: bool = False) -> str:
+        """Chat template when the tokenizer has one; a plain instruction format otherwise.
+        ``continue_final``: the last message is an assistant turn begun for the model to go on with."""
         if getattr(self.tokenizer, "chat_template", None):
+            if continue_final:
+                return self.tokenizer.apply_chat_template(
+                    list(messages), tokenize=False, add_generation_prompt=False, continue_final_message=True)
             return self.tokenizer.apply_chat_template(
                 list(messages), tokenize=False, add_generation_prompt=add_generation_prompt
             )
         blocks = [f"### {m['role'].capitalize()}\n{m['content']}" for m in messages]
+        if continue_final:
+            return "\n\n".join(blocks)
         return "\n\n".join(blocks) + ("\n\n### Assistant\n" if add_generation_prompt else "\n\n")
 
     def _encode(self, text: str) -> list[int]:
@@ -83,8 +91,8 @@ class TransformersBackend(BatchingBackend):
             raise ValueError("n must be at least 1")
         options = options or GenerationOptions()
         temperature = options.temperature_for(n)
-        messages = conditioned(list(messages), self.prefix)
-        prompt_ids = self._encode(self.render_prompt(messages))
+        messages = code_prefilled(conditioned(list(messages), self.prefix), options)
+        prompt_ids = self._encode(self.render_prompt(messages, continue_final=options.code_only))
         # One generation at a time per model: two threads in model.generate would only
         # thrash the same cores (or GPU) and interleave their streams.
         with self._lock:
@@ -160,7 +168,8 @@ class TransformersBackend(BatchingBackend):
         prompt_len = len(prompt_ids)
         streamer = _RowStreamer(self.tokenizer, n)
         cancel = threading.Event()
-        stop = _StopWhen(self.tokenizer, prompt_len, cancel, options)
+        opening = CODE_OPENING if options.code_only else ""  # the reply's start, given in the prompt
+        stop = _StopWhen(self.tokenizer, prompt_len, cancel, options, opening)
         pad_id = self.tokenizer.pad_token_id if self.tokenizer.pad_token_id is not None else self.tokenizer.eos_token_id
         input_ids = torch.tensor([prompt_ids] * n, device=self.device)
         kwargs: dict[str, Any] = dict(
@@ -195,6 +204,7 @@ class TransformersBackend(BatchingBackend):
         # Generation runs in a worker so the caller's thread receives the tokens (UIs update
         # from there) and stays interruptible: Ctrl-C / a Jupyter interrupt cancels generation.
         first_token_s: float | None = None
+        started = [False] * n
         thread = threading.Thread(target=worker, name="pal-generate", daemon=True)
         thread.start()
         try:
@@ -202,7 +212,8 @@ class TransformersBackend(BatchingBackend):
                 if first_token_s is None:
                     first_token_s = time.perf_counter() - start
                 if on_token:
-                    on_token(row, piece)
+                    on_token(row, piece if started[row] else opening + piece)
+                started[row] = True
         except BaseException:
             cancel.set()
             thread.join()
@@ -217,6 +228,8 @@ class TransformersBackend(BatchingBackend):
             new_ids = result["ids"][row, prompt_len:end]
             count = int((new_ids != pad_id).sum()) if pad_id is not None else int(new_ids.shape[0])
             text = self.tokenizer.decode(new_ids, skip_special_tokens=True)
+            if options.code_only:
+                text = closed_code(opening + text)
             generations.append(Generation(text, prompt_len, max(count, 1 if text else 0), seconds, first_token_s))
         return generations
 
@@ -273,8 +286,10 @@ class _StopWhen:
     so tokens a model without an end-of-text token keeps writing after that are cut off.
     """
 
-    def __init__(self, tokenizer: Any, prompt_len: int, cancel: threading.Event, options: GenerationOptions):
+    def __init__(self, tokenizer: Any, prompt_len: int, cancel: threading.Event, options: GenerationOptions,
+                 opening: str = ""):
         self.tokenizer, self.prompt_len, self.cancel, self.options = tokenizer, prompt_len, cancel, options
+        self.opening = opening  # the start of the reply that the prompt already holds (code_only)
         self.finished_at: list[int | None] = []
 
     def __call__(self, input_ids: Any, scores: Any, **kwargs: Any) -> Any:
@@ -290,7 +305,7 @@ class _StopWhen:
             if self.cancel.is_set():
                 self.finished_at[row] = length
             elif watching:
-                tail = self.tokenizer.decode(input_ids[row, self.prompt_len :], skip_special_tokens=True)
+                tail = self.opening + self.tokenizer.decode(input_ids[row, self.prompt_len :], skip_special_tokens=True)
                 if row_is_done(tail, self.options):
                     self.finished_at[row] = length
         done = [at is not None for at in self.finished_at]

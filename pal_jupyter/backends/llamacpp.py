@@ -33,7 +33,8 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import ModelLoadError, PalError
-from .base import BatchingBackend, ChatMessage, Generation, GenerationOptions, RowTokenCallback, row_is_done
+from .base import (CODE_CLOSING, CODE_OPENING, BatchingBackend, ChatMessage, Generation, GenerationOptions,
+                   RowTokenCallback, closed_code, code_prefilled, row_is_done)
 from .gguf_file import GgufInfo, read_gguf_info
 
 log = logging.getLogger(__name__)
@@ -89,7 +90,8 @@ def default_threads() -> int:
 class _Row:
     """One program being written: its text so far and what it cost."""
 
-    text: str = ""
+    text: str = ""  # begins with the opening fence it was given (code_only)
+    wrote: bool = False  # the model wrote some of it
     tokens: int = 0
     done: bool = False  # no more text wanted: its code block closed, or the server finished it
     ended: bool = False  # the server finished it
@@ -141,23 +143,29 @@ class LlamaCppBackend(BatchingBackend):
         options = options or GenerationOptions()
         start = time.perf_counter()
         body = self._request(messages, n, options)
-        rows = [_Row() for _ in range(n)]
+        opening = CODE_OPENING if options.code_only else ""
+        rows = [_Row(text=opening) for _ in range(n)]
         stats: dict[str, float] = {}
         for row, text in self._stream(body, rows, options, stats):
             if on_token:
-                on_token(row, text)
+                starts = len(rows[row].text) == len(opening) + len(text)  # its first piece: show the fence too
+                on_token(row, opening + text if starts else text)
         self.last_timings = [row.timings for row in rows]
         seconds = time.perf_counter() - start
         first = stats.get("first_token_s")
-        return [Generation(r.text, int(stats.get("prompt_tokens", 0)), r.tokens, seconds, first) for r in rows]
+        texts = [closed_code(r.text) if options.code_only else r.text for r in rows]
+        return [Generation(text, int(stats.get("prompt_tokens", 0)), r.tokens, seconds, first)
+                for text, r in zip(texts, rows)]
 
     def _request(self, messages: Sequence[ChatMessage], n: int, options: GenerationOptions) -> dict[str, Any]:
         temperature = options.temperature_for(n)
         body: dict[str, Any] = {
-            "messages": [dict(m) for m in messages], "n": n, "stream": True,
+            "messages": code_prefilled(messages, options), "n": n, "stream": True,
             "max_tokens": options.max_new_tokens, "temperature": temperature,
             "cache_prompt": True, "timings_per_token": True, "return_progress": True,
         }
+        if options.code_only:  # the turn is continued after its opening fence (llama.cpp's prefill_assistant)
+            body["stop"] = [CODE_CLOSING]
         if temperature > 0:
             body.update(top_k=TOP_K, top_p=options.top_p, min_p=0.0, samplers=SAMPLERS)
         if options.seed is not None:
@@ -200,7 +208,7 @@ class LlamaCppBackend(BatchingBackend):
             cancel.set()  # the worker ends at llama.cpp's next step; it holds no lock of ours
             raise
         thread.join()
-        if not any(row.text for row in rows) and not all(row.ended for row in rows):
+        if not any(row.wrote for row in rows) and not all(row.ended for row in rows):
             raise PalError("llama.cpp ended the request without writing anything; ask again.")
 
     def _read_chunk(self, chunk: Any, rows: list[_Row], options: GenerationOptions,
@@ -226,6 +234,7 @@ class LlamaCppBackend(BatchingBackend):
             if text and not row.done:
                 stats.setdefault("first_token_s", time.perf_counter() - start)
                 row.text += text
+                row.wrote = True
                 yield index, text
                 row.done = row_is_done(row.text, options)
             if choice.get("finish_reason"):

@@ -80,8 +80,9 @@ class TutorPlan:
     @property
     def sure(self) -> bool:
         """Enough of the tutor's own programs agree on the answer to guide a student towards it."""
-        agreement = self.session.agreement
-        return self.session.samples <= 1 or agreement is None or agreement >= self.min_agreement
+        agreement, vote = self.session.agreement, self.session.vote
+        single = vote is None or vote.candidates <= 1  # one program: nothing to disagree with
+        return single or agreement is None or agreement >= self.min_agreement
 
     @property
     def answer_value(self) -> float | None:

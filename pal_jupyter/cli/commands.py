@@ -50,7 +50,7 @@ def _prompt_option(text: str) -> str:
 
 
 # Options the benchmark compares side by side: several comma-separated values make several configs.
-COMPARED = ("samples", "max_programs", "second_opinion", "backend", "dtype", "temperature")
+COMPARED = ("method", "samples", "max_programs", "second_opinion", "backend", "dtype", "temperature")
 
 
 def _add_engine_options(parser: argparse.ArgumentParser, *, compare: bool = False) -> None:
@@ -251,12 +251,13 @@ def cmd_bench(args: argparse.Namespace) -> int:
     rows = read_rows(args.data, args.limit, args.offset)
     if not rows:
         raise PalError(f"No rows in {args.data} (offset {args.offset}).")
-    configs = [Config(samples=k, max_programs=m, second_opinion=o, dtype=d, backend=b, prompt=p, temperature=t,
-                      guard=g)
+    configs = [Config(method=h, samples=k, max_programs=m, second_opinion=o, dtype=d, backend=b, prompt=p,
+                      temperature=t, guard=g)
                for b in args.backend for d in args.dtype for p in args.prompt for t in args.temperature
-               for g in args.data_guard for k in args.samples for m in args.max_programs for o in args.second_opinion]
+               for g in args.data_guard for h in args.method for k in args.samples for m in args.max_programs
+               for o in args.second_opinion]
     for config in configs:  # every combination must be a valid setting before any model loads
-        _settings(args, samples=config.samples, max_programs=config.max_programs, second_opinion=config.second_opinion,
+        _settings(args, method=config.method, samples=config.samples, max_programs=config.max_programs, second_opinion=config.second_opinion,
                   dtype=config.dtype, backend=config.backend, temperature=config.temperature)
     settings = _settings(args)
     loaded: dict[tuple[str, str], Any] = {}
@@ -315,7 +316,7 @@ def _tally(results: list[Any], configs: list[Any]) -> dict[str, str]:
     tally = {}
     for config in configs:
         done = [r for r in results if r.config == config]
-        tally[f"k{config.samples}" + (f"-max{config.max_programs}" if len({c.max_programs for c in configs}) > 1 else "")
+        tally[(f"{config.method}-" if len({c.method for c in configs}) > 1 else "") + f"k{config.samples}" + (f"-max{config.max_programs}" if len({c.max_programs for c in configs}) > 1 else "")
               + (f"-{config.second_opinion}" if len({c.second_opinion for c in configs}) > 1 else "")
               + (f"-{config.backend}" if len({c.backend for c in configs}) > 1 else "")
               + (f"-{config.dtype[:4]}" if len({c.dtype for c in configs}) > 1 else "")

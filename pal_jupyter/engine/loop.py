@@ -27,7 +27,7 @@ from typing import Any
 from ..backends import Generation, GenerationOptions, ModelBackend, generate_candidates, load_model
 from ..errors import EmptyQuestionError, KernelError, NoCodeError, PalError
 from ..kernels import ExecutionResult, ExecutorLimits, KernelPool, pickling_problem
-from . import data_look, prompts, reasoning
+from . import data_look, prompts, reasoning, views
 from .extraction import extract_code, free_names, replaced_variables, replacement_started
 from .filters import NamedValue, named_values
 from .options import OPTIONS, Settings
@@ -135,7 +135,7 @@ def solve(
     settings = _adjusted(settings or Settings(), options)
     if limits is None and (chosen or settings.limits() != Settings().limits()):
         limits = settings.limits()
-    samples, max_programs, second_opinion = settings.samples, settings.max_programs, settings.second_opinion
+    samples = settings.samples
     question = (question or "").strip()
     if not question:
         raise EmptyQuestionError()
@@ -144,11 +144,12 @@ def solve(
     shown = _prompt_context(context)
     context_text = shown.text if shown is not None else None  # what every prompt puts before the question
     generation = generation or settings.generation()
-    generation.temperature_for(samples)  # greedy decoding cannot draw several programs
+    careful = settings.method == "careful"
+    generation.temperature_for(1 if careful else samples)  # greedy decoding cannot draw several programs
     observer = observer or SolveObserver()
     writer = TraceWriter(trace) if isinstance(trace, (str, Path)) else trace
     with _pool(executor, limits) as pool:  # starts warming kernels while the model loads
-        pool.ensure_warm(samples)
+        pool.ensure_warm(2 if careful else samples)
         backend = load_model(model or settings.model) if model is None or isinstance(model, str) else model
         session = Session(
             id=uuid.uuid4().hex[:12],
@@ -158,6 +159,7 @@ def solve(
             started_at=datetime.now(timezone.utc).isoformat(timespec="seconds"),
             variables=sorted(variables or {}),
             samples=samples,
+            method=settings.method,
             context=shown,
         )
         observer.session_started(session)
@@ -169,25 +171,13 @@ def solve(
         messages = prompts.pal_messages(question, variables, style=style, context=context_text)
         repaired: list[str | None] = []  # the programs fed back so far
         round_ = _Round(backend, pool, samples, checker, variables, namespace, generation, observer, guard_data, limits,
-                        named_values(question, variables))
+                        named_values(question, variables), started=start)
         for index in range(1, settings.max_attempts + 1):
-            candidates = round_.run(index, messages, question)
-            session.attempts.extend(candidates)
-            session.vote = take_vote(candidates)
-            if weak_vote(session.vote) and second_opinion in ("words", "look") and not variables \
-                    and session.second_opinion is None and len(candidates) < max_programs:
-                _reason_first(session, round_, candidates, start)
-            looked = False
-            if variables and second_opinion == "look" and session.data_look is None \
-                    and (weak_vote(session.vote) or session.vote.winner is None):
-                looked = _look_at_data(session, round_, index)
-                if looked:  # every later program is written knowing what the data holds
-                    messages = prompts.pal_messages(question, variables, style=style, look=_look_output(session),
-                                                    context=context_text)
-            while weak_vote(session.vote) and len(candidates) < max_programs:
-                _more_programs(session, round_, messages, candidates, max_programs, start,
-                               how="look" if looked else "more")
-                looked = False
+            if careful:
+                candidates = _careful_round(session, round_, index, messages, context_text, style=prompt_style or
+                                            getattr(backend, "prompt_style", None))
+            else:
+                candidates, messages = _vote_round(session, round_, index, messages, settings, style, context_text)
             session.seconds = time.perf_counter() - start
             if writer is not None:
                 for attempt in candidates:
@@ -233,6 +223,90 @@ def _adjusted(settings: Settings, options: Mapping[str, Any]) -> Settings:
     if unknown:
         raise TypeError(f"solve() got unknown option(s) {', '.join(unknown)}; the options are {', '.join(OPTIONS)}.")
     return settings.updated(options)
+
+
+def _vote_round(session: Session, round_: _Round, index: int, messages: list[dict[str, str]], settings: Settings,
+                style: str, context: str | None) -> tuple[list[Attempt], list[dict[str, str]]]:
+    """A round of the vote method: ``samples`` sampled programs; while their vote is weak, the words
+    answer first (``second_opinion``), a look at the data (``look``), then more programs up to
+    ``max_programs``. Returns the round's programs and the prompt later rounds build on (with what
+    the look printed, when there was one)."""
+    question, variables, max_programs = session.question, round_.variables, settings.max_programs
+    candidates = round_.run(index, messages, question)
+    session.attempts.extend(candidates)
+    session.vote = take_vote(candidates)
+    if weak_vote(session.vote) and settings.second_opinion in ("words", "look") and not variables \
+            and session.second_opinion is None and len(candidates) < max_programs:
+        _reason_first(session, round_, candidates, round_.started)
+    looked = False
+    if variables and settings.second_opinion == "look" and session.data_look is None \
+            and (weak_vote(session.vote) or session.vote.winner is None):
+        looked = _look_at_data(session, round_, index)
+        if looked:  # every later program is written knowing what the data holds
+            messages = prompts.pal_messages(question, variables, style=style, look=_look_output(session),
+                                            context=context)
+    while weak_vote(session.vote) and len(candidates) < max_programs:
+        _more_programs(session, round_, messages, candidates, max_programs, round_.started,
+                       how="look" if looked else "more")
+        looked = False
+    return candidates, messages
+
+
+def _careful_round(session: Session, round_: _Round, index: int, messages: list[dict[str, str]],
+                   context: str | None, style: str | None) -> list[Attempt]:
+    """A round of the careful method (:mod:`.views`). The first: two greedy programs from independent
+    prompts, each run as soon as it is written; when they do not agree, ``samples`` programs sampled
+    from the first prompt join the vote. A repair round: one greedy correction of ``messages``."""
+    if index > 1:
+        candidates = round_.run(index, messages, session.question, count=1)
+        session.attempts.extend(candidates)
+        session.vote = take_vote(candidates)
+        return candidates
+    chosen = views.views_for(round_.variables, style)
+    candidates = [Attempt(index=1, kind="reasoned" if view.reasons_first else "initial", messages=[], sample=i + 1,
+                          samples=len(chosen), view=view.name) for i, view in enumerate(chosen)]
+    words: ProgramAnswer | None = None
+    for view, attempt in zip(chosen, candidates):  # one after the other: the first answer shows early
+        if view.reasons_first:  # the words stream before the program that follows them
+            attempt.messages, words = _reasoned_messages(session, round_, context)
+        else:
+            attempt.messages = views.view_messages(view, session.question, round_.variables, context)
+        round_.observer.attempt_started(attempt)
+        round_.write(attempt, session.question)
+        session.attempts.append(attempt)
+    _join_round(session, round_, candidates, [], words)
+    vote = session.vote
+    agreed = vote is not None and vote.winner is not None and vote.votes == len(chosen)
+    if agreed or round_.samples < 1:
+        return candidates
+    first = candidates[0].messages
+    more = round_.samples
+    if vote is not None and vote.winner is not None:
+        session.weak_votes.append(WeakVote(1, vote.votes, vote.candidates, vote.winner.answer,
+                                           time.perf_counter() - round_.started, more))
+        round_.observer.more_programs(session, vote, more)
+    extra = round_.run(1, first, session.question, drawn=len(candidates), count=more, sampled=True)
+    _join_round(session, round_, candidates, extra, words)
+    return candidates
+
+
+def _reasoned_messages(session: Session, round_: _Round, context: str | None
+                       ) -> tuple[list[dict[str, str]], ProgramAnswer | None]:
+    """The prompt of the view that works the question out in words first (:mod:`.reasoning`), and the
+    words' answer; without words (the model failed) the zero-shot prompt, so the view still writes one."""
+    options = dataclasses.replace(round_.generation, temperature=None, seed=None, stop_after_code=False,
+                                  stop_when=None, code_only=False, max_new_tokens=reasoning.WORDS_TOKENS)
+    start = time.perf_counter()
+    try:
+        asked = reasoning.words_messages(session.question, context)
+        words = generate_candidates(round_.backend, asked, 1, options,
+                                    on_token=lambda _row, text: round_.observer.reasoning_token(session, text))[0].text
+    except PalError as exc:
+        log.warning("No answer in words (%s); the second program is written without them.", exc)
+        return views.view_messages(views.ZERO, session.question, round_.variables, context), None
+    answer = reasoning.read_words_answer(words)
+    session.second_opinion = SecondOpinion(1, words.strip(), answer, time.perf_counter() - start, 2)
+    return reasoning.program_messages(session.question, words, context), answer
 
 
 def _more_programs(session: Session, round_: _Round, messages: list[dict[str, str]], candidates: list[Attempt],
@@ -312,8 +386,8 @@ def _join_round(session: Session, round_: _Round, candidates: list[Attempt], ext
     candidates.extend(extra)
     for attempt in candidates:
         attempt.samples = len(candidates)
-    mark_off_target(candidates, session.question, round_.named)
-    session.vote = take_vote(candidates, second_opinion)
+    round_.check(candidates, session.question)
+    session.vote = take_vote(candidates, second_opinion, greedy_weight=views.GREEDY_WEIGHT)
 
 
 def repair_basis(candidates: Sequence[Attempt]) -> Attempt:
@@ -347,17 +421,20 @@ class _Round:
         guard_data: bool = True,
         limits: ExecutorLimits | None = None,
         named: Sequence[NamedValue] = (),
+        started: float = 0.0,
     ):
         self.backend, self.pool, self.samples, self.checker = backend, pool, samples, checker
         self.variables, self.namespace = dict(variables or {}), namespace
         self.generation, self.observer = generation, observer
         self.guard_data, self.limits = guard_data, limits
         self.named = named  # values of the data the question names: a program must use them (engine.filters)
+        self.started = started  # when the question began (perf_counter): what WeakVote.seconds count from
 
     def run(self, index: int, messages: list[dict[str, str]], question: str, drawn: int = 0,
-            count: int | None = None, kind: str | None = None) -> list[Attempt]:
+            count: int | None = None, kind: str | None = None, sampled: bool = False) -> list[Attempt]:
         """``count`` (default ``samples``) programs for round ``index``, numbered after the ``drawn``
-        ones the round already has. A "reasoned" program (after a words answer) is written greedily."""
+        ones the round already has. A "reasoned" program (after a words answer) is written greedily;
+        ``sampled`` ones (the careful method's after a disagreement) code-only, at its temperature."""
         kind = kind or ("initial" if index == 1 else "repair")
         count = self.samples if count is None else count
         attempts = [
@@ -366,23 +443,45 @@ class _Round:
         ]
         for attempt in attempts:
             self.observer.attempt_started(attempt)
-        replies = generate_candidates(
-            self.backend, messages, count, self._options(drawn, greedy=kind == "reasoned"),
-            on_token=lambda row, text: self.observer.token(attempts[row], text),
-        )
+        options = self._options(drawn, greedy=kind == "reasoned")
+        if sampled:
+            options = dataclasses.replace(options, code_only=True,
+                                          temperature=options.temperature or views.ESCALATION_TEMPERATURE)
+        replies = generate_candidates(self.backend, messages, count, options,
+                                      on_token=lambda row, text: self.observer.token(attempts[row], text))
         for attempt, reply in zip(attempts, replies):
             self._read_reply(attempt, reply)
+        self._complete(attempts, question)
+        return attempts
+
+    def write(self, attempt: Attempt, question: str) -> None:
+        """One greedy, code-only program for ``attempt`` (a careful view: its ``messages`` are set), run
+        as soon as it is written."""
+        options = dataclasses.replace(self._options(greedy=True), code_only=True)
+        reply = generate_candidates(self.backend, attempt.messages, 1, options,
+                                    on_token=lambda _row, text: self.observer.token(attempt, text))[0]
+        self._read_reply(attempt, reply)
+        self._complete([attempt], question)
+
+    def _complete(self, attempts: list[Attempt], question: str) -> None:
+        """Run the programs of ``attempts``, read what they answered, check the answers against the
+        ``question`` (``off_target``) and write their feedback."""
         self._execute([a for a in attempts if a.code is not None and a.refusal is None])
         for attempt in attempts:
             attempt.program_answer = read_answer(attempt.execution)
+        self.check(attempts, question)
+        for attempt in attempts:
+            self.observer.attempt_finished(attempt)
+
+    def check(self, attempts: Sequence[Attempt], question: str) -> None:
+        """Mark the programs that gave no usable answer (``off_target``: seen together, since whether a
+        table may answer depends on what the others printed) and write what each run said."""
         mark_off_target(attempts, question, self.named)
         for attempt in attempts:
             if attempt.execution is not None:
                 attempt.feedback = prompts.execution_feedback(
                     attempt.execution, attempt.correct, attempt.code, off_target=attempt.off_target
                 )
-            self.observer.attempt_finished(attempt)
-        return attempts
 
     def _options(self, drawn: int = 0, greedy: bool = False) -> GenerationOptions:
         """The generation options of a batch: a program that starts replacing the data handed over

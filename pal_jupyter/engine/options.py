@@ -21,9 +21,14 @@ from ..errors import SettingError
 from ..kernels import ExecutorLimits
 from ..kernels.sandbox import readable_refusal
 
+#: How a question's programs are asked for: "careful" (two greedy programs from independent prompts;
+#: more only when they disagree: engine.views) or "vote" (SAMPLES sampled programs from one prompt,
+#: more while they disagree: the method before it, kept to compare against).
+METHODS = ("careful", "vote")
 MAX_SAMPLES = 16  # programs per round; beyond this a batch costs more than the vote gains
-#: Programs per round when the caller does not say (README, "Self-consistency": how it was chosen).
-DEFAULT_SAMPLES = 5
+#: Programs sampled when the careful views disagree, or per round of the vote method, when the caller
+#: does not say (README, "Careful first").
+DEFAULT_SAMPLES = 4
 #: Most programs one prompt may get when its programs disagree (README, "Adaptive effort").
 DEFAULT_MAX_PROGRAMS = 15
 MAX_PROGRAMS = 48
@@ -165,11 +170,14 @@ OPTIONS: dict[str, Option] = {o.name: o for o in (
            "torch (transformers) or llamacpp (the GGUF file as it is)", choices=BACKENDS),
     Option("dtype", str, "auto", "auto: bf16 on a GPU or a CPU with AMX/AVX512-BF16, else fp32 (torch backend; "
            "llama.cpp uses the GGUF file's own quantisation)", choices=("auto", "float32", "bfloat16", "float16")),
-    Option("samples", int, DEFAULT_SAMPLES, "programs written and run per attempt; the answer most of them "
-           "print wins", flags=("-k",), low=1, high=MAX_SAMPLES),
-    Option("max_programs", int, DEFAULT_MAX_PROGRAMS, "most programs per attempt: while fewer than 3 in 5 agree, "
-           "SAMPLES more are written (1: never more than SAMPLES)", low=1, high=MAX_PROGRAMS),
-    Option("second_opinion", str, SECOND_OPINIONS[0], "when the programs disagree, first: words (the model works "
+    Option("method", str, METHODS[0], "how programs are asked for: careful (two greedy programs from independent "
+           "prompts; when they disagree, SAMPLES more are sampled and vote) or vote (SAMPLES sampled programs per "
+           "attempt; the answer most of them print wins)", choices=METHODS),
+    Option("samples", int, DEFAULT_SAMPLES, "programs sampled when the two careful programs disagree (method "
+           "careful; 0: none), or per attempt (method vote)", flags=("-k",), low=0, high=MAX_SAMPLES),
+    Option("max_programs", int, DEFAULT_MAX_PROGRAMS, "method vote: most programs per attempt: while fewer than 3 "
+           "in 5 agree, SAMPLES more are written (1: never more than SAMPLES)", low=1, high=MAX_PROGRAMS),
+    Option("second_opinion", str, SECOND_OPINIONS[0], "method vote: when the programs disagree, first: words (the model works "
            "the question out step by step in words, then writes one program that follows its steps; both join the "
            "vote; not for --use data), look (words, and for --use data a look at it, whose output the next programs "
            "get) or off", choices=SECOND_OPINIONS),
@@ -203,6 +211,7 @@ class Settings:
     device: str = OPTIONS["device"].default
     backend: str = OPTIONS["backend"].default
     dtype: str = OPTIONS["dtype"].default
+    method: str = OPTIONS["method"].default
     samples: int = OPTIONS["samples"].default
     max_programs: int = OPTIONS["max_programs"].default
     second_opinion: str = OPTIONS["second_opinion"].default
@@ -220,6 +229,9 @@ class Settings:
     def __post_init__(self) -> None:
         for name in OPTIONS:
             object.__setattr__(self, name, OPTIONS[name].check(getattr(self, name)))
+        if self.method == "vote" and self.samples < 1:
+            raise OptionError("samples 0 leaves the vote method no program to write: use samples 1 or more, "
+                              "or method careful.")
         if self.samples > 1 and self.temperature == 0:
             raise OptionError(
                 f"temperature 0 (greedy decoding) would write the same program {self.samples} times: use a "

@@ -22,7 +22,7 @@ from ..backends import ChatMessage
 from ..kernels import ExecutionResult
 from . import data_look, retrieval
 from .data_examples import DATA_EXAMPLES, DATA_IDIOMS, DataExample, example_frames, example_trips
-from .records import IGNORES, PRINTED_NOTHING, TABLE_FOR_NUMBER
+from .records import IGNORES, IGNORES_PERIOD, NUMBER_FOR_NAME, PRINTED_NOTHING, TABLE_FOR_NUMBER
 
 SYSTEM = (
     "You are a patient Python tutor. You answer questions by writing a short Python program "
@@ -452,6 +452,13 @@ def _no_answer_feedback(off_target: str, printed: str) -> str:
         return (f"The program ran and printed a table:\n{printed}\nbut the question asks for one number. "
                 "Reduce the table to a single value (for example with .sum(), .iloc[0] or .item()) and "
                 "print just that number.")
+    if off_target.startswith(NUMBER_FOR_NAME):
+        return (f"The program ran and printed:\n{printed}\nbut it {off_target}. Print the name itself: take it "
+                "from the index of a grouped result (for example frame.groupby('city')['value'].sum().idxmax()), "
+                "or read the name column of the row you found (frame.loc[row, 'name']).")
+    if off_target.startswith(IGNORES_PERIOD):
+        return (f"The program ran and printed:\n{printed}\nbut it {off_target}, so it computed over every date. "
+                "Select the rows of that period first, then compute the answer from those rows only.")
     if off_target.startswith(IGNORES):
         return (f"The program ran and printed:\n{printed}\nbut it {off_target}, so it computed over the wrong "
                 "rows. Select the rows the question is about first (for example frame[frame['column'] == "

@@ -66,6 +66,25 @@ def ignores(where: str) -> str:
     return f"{IGNORES}{where}, which the question names"
 
 
+IGNORES_PERIOD = IGNORES + "the rows of "
+
+
+def ignores_period(period: str, selection: str) -> str:
+    """The ``off_target`` of a program that never selects the month or year the question names
+    (``engine.filters.NamedPeriod``); ``selection`` is code that does, for the repair prompt."""
+    return f"{IGNORES_PERIOD}{period}, which the question names (select them with {selection})"
+
+
+NUMBER_FOR_NAME = "printed a number ("
+
+
+def number_for_name(printed: str) -> str:
+    """The ``off_target`` of a program that printed a bare number where the question asks for a name
+    (a city, a product): usually the row number ``idxmax()`` gives over a frame's default index."""
+    return (f"{NUMBER_FOR_NAME}{printed}) where the question asks for a name: probably a row number from "
+            "idxmax() or an index, not the name")
+
+
 @dataclass
 class VoteGroup:
     """Programs of one round that gave the same answer."""
@@ -74,6 +93,7 @@ class VoteGroup:
     samples: list[int] = field(default_factory=list)  # 1-based candidate numbers within the round
     shortest: int = 0  # characters of the group's shortest program (the tie-break)
     words: bool = False  # the step-by-step answer in words (engine.reasoning) gives this answer too
+    weight: float = 0.0  # what its programs count in the vote (a careful view's greedy program may count more)
 
     @property
     def votes(self) -> int:
@@ -145,6 +165,7 @@ class Attempt:
     messages: list[dict[str, str]]  # the chat prompt given to the model
     sample: int = 1  # which of the round's candidates, 1-based
     samples: int = 1  # candidates drawn in this round
+    view: str | None = None  # the careful view that wrote it greedily (engine.views); None: sampled
     completion: str = ""  # the model's raw reply
     code: str | None = None  # the program extracted from it (None: the reply held no code)
     explanation: str = ""  # the model's plain-language account of the previous error
@@ -189,8 +210,8 @@ class Attempt:
     def error_type(self) -> str | None:
         """A short label for what went wrong: exception name, stop reason, NoCode, ReplacedData,
         NoOutput (it ran and printed nothing), MissingValue (it printed nan or None), NotANumber (a
-        table where one number was asked for), IgnoresFilter (it never uses a value of the data the
-        question names) or WrongAnswer."""
+        table where one number was asked for), NotAName (a number where a name was asked for),
+        IgnoresFilter (it never uses a value or a period of the data the question names) or WrongAnswer."""
         if self.code is None:
             return "NoCode"
         if self.refusal is not None:
@@ -204,6 +225,8 @@ class Attempt:
         if self.off_target is not None:
             if self.off_target.startswith(IGNORES):
                 return "IgnoresFilter"
+            if self.off_target.startswith(NUMBER_FOR_NAME):
+                return "NotAName"
             return {PRINTED_NOTHING: "NoOutput", TABLE_FOR_NUMBER: "NotANumber"}.get(self.off_target, "MissingValue")
         return "WrongAnswer" if self.correct is False else None
 
@@ -269,7 +292,8 @@ class Session:
     started_at: str = ""  # ISO 8601, UTC
     seconds: float = 0.0
     variables: list[str] = field(default_factory=list)  # names sent into the child kernel
-    samples: int = 1  # candidate programs per round
+    samples: int = 1  # candidate programs per round (method careful: the programs sampled after a disagreement)
+    method: str = "vote"  # how the programs were asked for (engine.options.METHODS)
     vote: Vote | None = None  # the tally of the round that ended the question
     weak_votes: list[WeakVote] = field(default_factory=list)  # why more programs were written
     second_opinion: SecondOpinion | None = None  # the words answer asked for when programs disagreed

@@ -15,8 +15,11 @@ How answers are compared:
 
 Programs that ran but gave no usable answer do not vote, and are fed back for repair when no
 program of the round answered (:func:`mark_off_target`): a program that printed nothing, one that
-printed a missing value (``nan``, ``None``: usually a filter that matched no rows), and, when the
-question asks for one number, one that printed a table (it answered a different question).
+printed a missing value (``nan``, ``None``: usually a filter that matched no rows), when the
+question asks for one number, one that printed a table (it answered a different question), and, when
+it asks for a name ("which city ...", "print just the region name"), one that printed a bare number
+(a row number from ``idxmax()`` over a default index). A program that never selects a value or a
+period of the data the question names (:mod:`.filters`) computed over the wrong rows.
 
 Ties go to the answer whose shortest program is shortest (a simpler program is less likely to
 carry a stray step), then to the answer that came first.
@@ -34,9 +37,9 @@ from collections.abc import Sequence
 
 from .answers import parse_number
 from ..kernels import ExecutionResult
-from .filters import NamedValue, ignored_values
+from .filters import NamedPeriod, NamedValue, ignored_values
 from .records import (PRINTED_NOTHING, TABLE_FOR_NUMBER, Attempt, ProgramAnswer, Session, Vote, VoteGroup,
-                      WeakVote, ignores, no_value)
+                      WeakVote, ignores, ignores_period, no_value, number_for_name)
 
 _SERIES_FOOTER = re.compile(r"^(?:Name: .*, )?(?:Length: \d+, )?dtype: \w+$")
 _FRAME_FOOTER = re.compile(r"^\[\d+ rows x \d+ columns\]$")
@@ -49,6 +52,21 @@ _NUMBER_QUESTION = re.compile(
     r"maximum|minimum|largest|smallest|highest|lowest|percentage|share|difference)\b",
     re.IGNORECASE,
 )
+# "Print just the region name", "the name of the customer", "which month name".
+_NAME_REQUEST = re.compile(r"\b(?:just|only) the (?:\w+ )?names?\b|\bname of the\b|\bwhich (?:\w+ )?names?\b|"
+                           r"\bwhat (?:is|was|are|were) the (?:\w+ )?names?\b", re.IGNORECASE)
+# "Which city ...", "customers of which region ...": things known by name.
+_WHICH_NAMED_THING = re.compile(
+    r"\bwhich (?:of the )?(?:\w+ )?(?:city|cities|town|towns|region|regions|country|countries|state|states|"
+    r"province|continent|product|products|category|categories|segment|department|brand|company|team)\b",
+    re.IGNORECASE,
+)
+# Wording that lets the answer be a number: "as a number", "the month number", "how many", "product id"
+# ("the number of orders" is a quantity in the question, not the answer's form).
+_NUMBER_WORDING = re.compile(r"\bnumbers?\b(?!\s+of\b)|\bnumeric\b|\bhow (?:many|much)\b|\bids?\b|\bcodes?\b|"
+                             r"\bindex\b|\bzip\b|\bpostcode\b|\bwhich (?:\w+ )?(?:year|day|week|quarter)\b",
+                             re.IGNORECASE)
+_BARE_NUMBER = re.compile(r"[-+]?\d[\d,]*(?:\.\d+)?")
 # What pandas, numpy and Python print for a value that is not there.
 _MISSING_VALUES = {"nan", "none", "null", "nat", "<na>", "inf", "-inf"}
 
@@ -118,14 +136,29 @@ def mark_off_target(attempts: Sequence[Attempt], question: str, named: Sequence[
     table is no answer where one number is asked: strict wording ("print just the number") rules
     tables out always; looser wording ("how many", "what is the total") only when another program
     of the round did print a number, because "how many orders per region" is rightly answered by a
-    table. A program that never uses a value of the data the question ``named`` (see
-    :mod:`.filters`) computed over the wrong rows.
+    table. A bare number is no answer where a name is asked (:func:`asks_for_name`). A program that
+    never uses a value or a period of the data the question ``named`` (see :mod:`.filters`) computed
+    over the wrong rows.
     """
     some_number = any(a.program_answer is not None and a.program_answer.kind == "number" for a in attempts)
     tables_out = strictly_asks_for_number(question) or (some_number and asks_for_number(question))
+    names_only = asks_for_name(question)
     for attempt in attempts:
         if attempt.ran_cleanly:
-            attempt.off_target = _no_answer(attempt.program_answer, tables_out) or _ignores(attempt.code or "", named)
+            answer = attempt.program_answer
+            attempt.off_target = (_no_answer(answer, tables_out) or _number_for_name(answer, names_only)
+                                  or _ignores(attempt.code or "", named))
+
+
+def asks_for_name(question: str) -> bool:
+    """Whether the question asks for a name: "print just the region name", "what is the name of ...",
+    or "which city / region / product ..." (things known by name, not by number; a customer or a
+    store may be known by an id, so it counts only with the word name). Any wording that lets the
+    answer be a number wins: "which month (as a number from 1 to 12)", "print just the month number",
+    "how many", "which product id"."""
+    if _NUMBER_WORDING.search(question):
+        return False
+    return bool(_NAME_REQUEST.search(question) or _WHICH_NAMED_THING.search(question))
 
 
 def _no_answer(answer: ProgramAnswer | None, tables_out: bool) -> str | None:
@@ -138,9 +171,20 @@ def _no_answer(answer: ProgramAnswer | None, tables_out: bool) -> str | None:
     return None
 
 
+def _number_for_name(answer: ProgramAnswer | None, names_only: bool) -> str | None:
+    """Only a bare number ('9', '3.0') is caught: a name with a number in it ('Customer 09', 'SKU-12')
+    also reads as a number, and is a name."""
+    if not names_only or answer is None or answer.kind != "number":
+        return None
+    return number_for_name(answer.text.strip()) if _BARE_NUMBER.fullmatch(answer.text.strip()) else None
+
+
 def _ignores(code: str, named: Sequence[NamedValue]) -> str | None:
     ignored = ignored_values(code, named)
-    return ignores(ignored[0].where) if ignored else None
+    if not ignored:
+        return None
+    first = ignored[0]
+    return ignores_period(first.label, first.selection) if isinstance(first, NamedPeriod) else ignores(first.where)
 
 
 #: How much the words answer adds to the programs that agree with it (a program counts 1, the program
@@ -150,13 +194,15 @@ def _ignores(code: str, named: Sequence[NamedValue]) -> str | None:
 WORDS_WEIGHT = 1.0
 
 
-def take_vote(attempts: Sequence[Attempt], second_opinion: ProgramAnswer | None = None) -> Vote:
+def take_vote(attempts: Sequence[Attempt], second_opinion: ProgramAnswer | None = None,
+              greedy_weight: float = 1.0) -> Vote:
     """Tally the answers of one round's candidates (``program_answer`` and ``off_target`` already set).
 
     Only programs that worked vote: a failure, an off-target table, an answer the checker
-    rejected, or a program that showed nothing has no say. A ``second_opinion`` (the words answer of
-    :mod:`.reasoning`) adds :data:`WORDS_WEIGHT` to the programs that agree with it; it never wins
-    alone, since it is not a program that could be inserted.
+    rejected, or a program that showed nothing has no say. A program a careful view wrote greedily
+    (``Attempt.view``, :mod:`.views`) counts ``greedy_weight``, a sampled one 1. A ``second_opinion``
+    (the words answer of :mod:`.reasoning`) adds :data:`WORDS_WEIGHT` to the programs that agree with
+    it; it never wins alone, since it is not a program that could be inserted.
     """
     vote = Vote(round=attempts[0].index if attempts else 0, candidates=len(attempts), second_opinion=second_opinion)
     for attempt in attempts:
@@ -169,12 +215,13 @@ def take_vote(attempts: Sequence[Attempt], second_opinion: ProgramAnswer | None 
             group = VoteGroup(answer, [], length)
             vote.groups.append(group)
         group.samples.append(attempt.sample)
+        group.weight += greedy_weight if attempt.view is not None else 1.0
         group.shortest = min(group.shortest, length)
     for group in vote.groups:
         group.words = second_opinion is not None and group.answer.same_as(second_opinion)
     # Most votes (the words answer's among them) first; then the shortest program; then the answer
     # seen first (a stable sort).
-    vote.groups.sort(key=lambda g: (-(g.votes + WORDS_WEIGHT * g.words), g.shortest))
+    vote.groups.sort(key=lambda g: (-(g.weight + WORDS_WEIGHT * g.words), g.shortest))
     return vote
 
 

@@ -29,7 +29,7 @@ from typing import Any
 from ..backends import GenerationOptions, ModelBackend
 from ..engine.grading import expected_of, is_correct, question_of
 from ..engine.loop import solve
-from ..engine.options import DEFAULT_MAX_PROGRAMS, SECOND_OPINIONS, Settings
+from ..engine.options import DEFAULT_MAX_PROGRAMS, METHODS, SECOND_OPINIONS, Settings
 from ..engine.records import Session, WeakVote, to_jsonable
 from ..engine.trace import TraceWriter
 from ..engine.vote import read_answer
@@ -41,6 +41,7 @@ from ..kernels import ExecutorLimits, KernelPool
 class Config:
     """One setting under test."""
 
+    method: str = METHODS[0]  # "careful" or "vote" (engine.options)
     samples: int = 1
     max_programs: int = DEFAULT_MAX_PROGRAMS  # while the vote is weak, more programs up to this many
     second_opinion: str = SECOND_OPINIONS[0]  # what a weak vote asks for first ("words", "look" or "off")
@@ -52,14 +53,17 @@ class Config:
 
     def settings(self, max_attempts: int) -> Settings:
         """The options of a question under this config (the rest at their defaults)."""
-        return Settings(samples=self.samples, max_programs=self.max_programs, second_opinion=self.second_opinion,
-                        max_attempts=max_attempts)
+        return Settings(method=self.method, samples=self.samples, max_programs=self.max_programs,
+                        second_opinion=self.second_opinion, max_attempts=max_attempts)
 
     @property
     def label(self) -> str:
         temperature = "" if self.temperature is None else f" T={self.temperature:g}"
         guard = "" if self.guard else " no-guard"
         runtime = "" if self.backend == "auto" else f"{self.backend} "
+        if self.method == "careful":
+            return (f"careful (2 greedy views, +{self.samples} sampled on a disagreement) {runtime}{self.dtype} "
+                    f"{self.prompt or 'default-prompt'}{temperature}{guard}")
         effort = f" (up to {self.max_programs})" if self.samples > 1 and self.max_programs > self.samples else ""
         words = f" +{self.second_opinion}" if self.samples > 1 and self.second_opinion != "off" else ""
         return (f"k={self.samples}{effort}{words} {runtime}{self.dtype} {self.prompt or 'default-prompt'}"

@@ -32,7 +32,7 @@ from .runtime import NotebookRuntime
 log = logging.getLogger(__name__)
 
 CHILD_KERNEL_VARIABLE = "PAL_JUPYTER_CHILD_KERNEL"  # set in every child kernel's environment
-CELL_OPTIONS = ("model", "adapter", "backend", "samples", "max_programs", "second_opinion", "max_attempts", "timeout",
+CELL_OPTIONS = ("model", "adapter", "backend", "method", "samples", "max_programs", "second_opinion", "max_attempts", "timeout",
                 "temperature", "seed", "isolation", "readable", "server_timeout", "context")  # per-cell flags
 
 
@@ -58,6 +58,7 @@ class PalMagics(Magics):
     device = OPTIONS["device"].trait()
     backend = OPTIONS["backend"].trait()
     dtype = OPTIONS["dtype"].trait()
+    method = OPTIONS["method"].trait()
     samples = OPTIONS["samples"].trait()
     max_programs = OPTIONS["max_programs"].trait()
     second_opinion = OPTIONS["second_opinion"].trait()

@@ -36,7 +36,7 @@ from .widgets import notice_bundle
 
 log = logging.getLogger(__name__)
 
-TUTOR_MIN_SAMPLES = 3  # the tutor always cross-checks its own answer, whatever PalMagics.samples says
+TUTOR_MIN_SAMPLES = 3  # the tutor always cross-checks its own answer: the careful method's two views do; a vote needs 3
 
 
 @dataclass
@@ -173,7 +173,7 @@ class NotebookRuntime:
         if given.get("readable"):  # a cell's readable paths add to the teacher's
             given["readable"] = ",".join(p for p in (defaults.readable, given["readable"]) if p)
         settings = defaults.updated(given)
-        if mode == "tutor" and settings.samples < TUTOR_MIN_SAMPLES:
+        if mode == "tutor" and settings.method == "vote" and settings.samples < TUTOR_MIN_SAMPLES:
             settings = settings.updated({"samples": TUTOR_MIN_SAMPLES})
         user = self.shell.user_ns
         variables = named_variables(getattr(args, "use", []) or [], user)

@@ -442,6 +442,8 @@ class PalWidget(_LiveDisplay, SolveObserver):
         self.session = session
         self.model = f"{session.model} on {session.runtime}" if session.runtime else session.model
         what = "a program" if session.samples == 1 else f"{session.samples} programs at once"
+        if session.method == "careful":
+            what = "a program, then a second one another way to check it"
         self.set_status(f"the model is writing {what} ...")
 
     def attempt_started(self, attempt: Attempt) -> None:

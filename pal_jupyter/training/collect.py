@@ -154,7 +154,7 @@ def collect(
             continue
         try:
             # Exactly `samples` programs per attempt: the collection's size is the caller's choice.
-            session = solve(question, model=backend, executor=pool, samples=samples, max_programs=samples,
+            session = solve(question, model=backend, executor=pool, method="vote", samples=samples, max_programs=samples,
                             second_opinion="off", max_attempts=max_attempts, generation=generation, limits=limits,
                             variables=row.get("variables"))  # its own options: what is collected, not how one asks
             records = program_records(session, row, index, backend.name, str(settings.get("data")), settings)

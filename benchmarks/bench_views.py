@@ -1,0 +1,336 @@
+"""Which programs to ask for, chosen offline: collect every view of a question once, score rules later.
+
+    python benchmarks/bench_views.py collect --suite dataframes [--out FILE]
+    python benchmarks/bench_views.py collect --suite gsm8k --offset 300 --limit 40 [--out FILE]
+    python benchmarks/bench_views.py score FILE [FILE ...]
+
+``collect`` asks the default model (llama.cpp, the product's backend and prompts) for every
+*view* of each question, runs each program in a real child kernel (the DataFrame suite's frames
+copied in, as ``%%pal --use`` does) and appends one JSON line per question to FILE (a rerun
+resumes). The views:
+
+* ``plain``: the plainest baseline, one greedy zero-shot program (``chat-0shot`` / ``data-0shot``),
+  the reply as the model writes it (words allowed before the code);
+* ``zero``: the same prompt, the reply begun with the code fence (``code_only``): code only;
+* ``shots``: one greedy program from the worked-examples prompt (``chat-2shot`` / ``data-similar``),
+  code only;
+* ``words`` and ``reasoned`` (word problems): the step-by-step answer in words
+  (:mod:`pal_jupyter.engine.reasoning`) and the program written after it;
+* ``t07``: 5 programs sampled at temperature 0.7 from the worked-examples prompt, as the product
+  drew them until now; ``t04``: 4 programs sampled at 0.4, code only.
+
+Each view records its programs (code, what they printed, errors), its tokens and its seconds, so
+that ``score`` can price a rule by the views it asks for. ``score`` rebuilds each program's record
+and applies the product's own reading of answers, its off-target checks and its vote
+(:func:`pal_jupyter.engine.vote.take_vote`), then prints, per suite, each view alone and each
+selection rule: right %, seconds and tokens per question, and how often answers shown as sure were
+right.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import time
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any
+
+from pal_jupyter.backends import GenerationOptions, generate_candidates, load_model
+from pal_jupyter.engine import prompts, reasoning
+from pal_jupyter.engine.grading import expected_of, is_correct, question_of
+from pal_jupyter.engine.extraction import extract_code
+from pal_jupyter.engine.filters import named_values
+from pal_jupyter.engine.records import Attempt
+from pal_jupyter.engine.vote import mark_off_target, read_answer, take_vote
+from pal_jupyter.errors import NoCodeError
+from pal_jupyter.evaluation.dataframes import suite_rows
+from pal_jupyter.evaluation.runner import read_rows
+from pal_jupyter.kernels import ExecutionResult, ExecutorLimits, KernelPool
+from pal_jupyter.kernels.results import ErrorInfo, StopReason
+
+GSM8K = Path(__file__).resolve().parents[2] / "shared" / "data" / "gsm8k" / "test.jsonl"
+MAX_TOKENS = 512  # as the product asked until now: the collected lengths say what a cap would cost
+
+
+# ------------------------------------------------------------------------------------------ collect
+
+def _program(reply: str, pool: KernelPool, variables: dict[str, Any]) -> dict[str, Any]:
+    """Run the program in ``reply`` and keep what the scoring needs (images reduced to their mime)."""
+    try:
+        code = extract_code(reply).code
+    except NoCodeError:
+        return {"reply": reply, "code": None}
+    result = pool.run(code, variables)
+    outputs = [{"output_type": b.get("output_type"), "data": {k: ("" if k.startswith("image/") else v)
+                                                                for k, v in (b.get("data") or {}).items()}}
+               for b in result.outputs]
+    error = None if result.error is None else [result.error.ename, result.error.evalue[:300]]
+    return {"reply": reply, "code": code, "reason": result.reason.value, "stdout": result.stdout[-3000:],
+            "outputs": outputs, "error": error, "run_s": round(result.duration_s, 3)}
+
+
+def _ask(backend: Any, messages: list[dict[str, str]], n: int, options: GenerationOptions,
+         pool: KernelPool | None, variables: dict[str, Any]) -> dict[str, Any]:
+    start = time.perf_counter()
+    replies = generate_candidates(backend, messages, n, options)
+    seconds = time.perf_counter() - start
+    view: dict[str, Any] = {"seconds": round(seconds, 2), "tokens": [r.completion_tokens for r in replies],
+                            "prompt_tokens": replies[0].prompt_tokens}
+    if pool is not None:
+        view["programs"] = [_program(r.text, pool, variables) for r in replies]
+    else:
+        view["texts"] = [r.text for r in replies]
+    return view
+
+
+VIEWS = ("plain", "zero", "shots", "words", "t07", "t04")
+
+
+def collect_question(backend: Any, pool: KernelPool, row: dict[str, Any], seed: int,
+                     wanted: Sequence[str] = VIEWS) -> dict[str, Any]:
+    question, variables = question_of(row), row.get("variables") or {}
+    data = bool(variables)
+    zero_style, shots_style = ("data-0shot", "data-similar") if data else ("chat-0shot", "chat-2shot")
+    zero = prompts.pal_messages(question, variables, style=zero_style)
+    shots = prompts.pal_messages(question, variables, style=shots_style)
+    greedy = GenerationOptions(max_new_tokens=MAX_TOKENS, temperature=0.0)
+    code = GenerationOptions(max_new_tokens=MAX_TOKENS, temperature=0.0, code_only=True)
+    views = {}
+    if "plain" in wanted:
+        views["plain"] = _ask(backend, zero, 1, greedy, pool, variables)
+    if "zero" in wanted:
+        views["zero"] = _ask(backend, zero, 1, code, pool, variables)
+    if "shots" in wanted:
+        views["shots"] = _ask(backend, shots, 1, code, pool, variables)
+    if not data and "words" in wanted:
+        words = _ask(backend, reasoning.words_messages(question), 1,
+                     GenerationOptions(max_new_tokens=reasoning.WORDS_TOKENS, temperature=0.0,
+                                       stop_after_code=False), None, variables)
+        views["words"] = words
+        views["reasoned"] = _ask(backend, reasoning.program_messages(question, words["texts"][0]), 1, code, pool,
+                                 variables)
+    if "t07" in wanted:
+        views["t07"] = _ask(backend, shots, 5, GenerationOptions(max_new_tokens=MAX_TOKENS, temperature=0.7,
+                                                                 seed=seed, code_only=True), pool, variables)
+    if "t04" in wanted:
+        views["t04"] = _ask(backend, shots, 4, GenerationOptions(max_new_tokens=MAX_TOKENS, temperature=0.4,
+                                                                 seed=seed + 1, code_only=True), pool, variables)
+    expected = expected_of(row)
+    return {"question": question, "expected": expected, "category": row.get("category", "gsm8k"), "views": views}
+
+
+def _rows(suite: str, offset: int, limit: int | None) -> list[dict[str, Any]]:
+    if suite == "dataframes":
+        return suite_rows()[offset:offset + limit if limit else None]
+    return read_rows(GSM8K, limit=limit, offset=offset)
+
+
+def collect(args: argparse.Namespace) -> None:
+    rows = _rows(args.suite, args.offset, args.limit)
+    done = {json.loads(line)["i"] for line in open(args.out)} if os.path.exists(args.out) else set()
+    backend = load_model("default", backend="llamacpp")
+    with KernelPool(ExecutorLimits(timeout_s=10)) as pool:
+        for position, row in enumerate(rows):
+            i = args.offset + position
+            if i in done:
+                continue
+            start = time.perf_counter()
+            record = {"suite": args.suite, "i": i,
+                      **collect_question(backend, pool, row, seed=1000 + i, wanted=args.views.split(","))}
+            record["total_s"] = round(time.perf_counter() - start, 1)
+            with open(args.out, "a") as out:
+                out.write(json.dumps(record, default=str) + "\n")
+            print(i, record["expected"], {name: [_shown(p) for p in view.get("programs", [])]
+                                          for name, view in record["views"].items()}, record["total_s"], flush=True)
+
+
+def _shown(program: dict[str, Any]) -> str | None:
+    answer = read_answer(_execution(program))
+    return answer.text if answer is not None else (program.get("error") or [None])[0]
+
+
+# ------------------------------------------------------------------------------------------ score
+
+def _execution(program: dict[str, Any]) -> ExecutionResult | None:
+    if program.get("code") is None:
+        return None
+    error = program.get("error")
+    return ExecutionResult(StopReason(program["reason"]), stdout=program.get("stdout", ""),
+                           outputs=program.get("outputs", []),
+                           error=ErrorInfo(error[0], error[1], "") if error else None)
+
+
+class Candidate:
+    """One collected program, read the product's way."""
+
+    def __init__(self, view: str, program: dict[str, Any], question: str, named: Sequence[Any], expected: Any):
+        self.view = view
+        self.attempt = Attempt(index=1, kind="initial", messages=[], code=program.get("code"))
+        self.attempt.execution = _execution(program)
+        self.attempt.program_answer = read_answer(self.attempt.execution)
+        self.right = is_correct(self.attempt.program_answer, self.attempt.execution, expected)
+
+
+def _candidates(record: dict[str, Any], frames: dict[str, Any]) -> dict[str, list[Candidate]]:
+    question, expected = record["question"], record["expected"]
+    variables = {name: frames[name] for name in _uses(record)} if record["suite"] == "dataframes" else {}
+    named = named_values(question, variables)
+    views: dict[str, list[Candidate]] = {}
+    for name, view in record["views"].items():
+        if "programs" in view:
+            views[name] = [Candidate(name, p, question, named, expected) for p in view["programs"]]
+            mark_off_target([c.attempt for c in views[name]], question, named)
+    everything = [c.attempt for cs in views.values() for c in cs]
+    mark_off_target(everything, question, named)  # "a number where others printed one" sees every view
+    return views
+
+
+_USES: dict[str, tuple[str, ...]] = {}
+
+
+def _uses(record: dict[str, Any]) -> tuple[str, ...]:
+    if not _USES:
+        from pal_jupyter.evaluation.dataframes import QUESTIONS
+        _USES.update({q.question: q.uses for q in QUESTIONS})
+    return _USES[record["question"]]
+
+
+Rule = Callable[[dict[str, list[Candidate]], dict[str, Any]], tuple[Any, bool, list[str]]]
+
+
+def _vote(candidates: Sequence[Candidate], weights: dict[str, float] | None = None) -> tuple[Candidate | None, float, float]:
+    """The winning candidate (its group's shortest program), its weight and the total weight; the
+    product's own grouping of answers (``ProgramAnswer.same_as``), each view weighted."""
+    groups: list[list[Any]] = []  # [answer, weight, candidates]
+    total = 0.0
+    for c in candidates:
+        weight = (weights or {}).get(c.view, 1.0)
+        total += weight
+        a = c.attempt
+        if a.program_answer is None or not a.good:
+            continue
+        group = next((g for g in groups if g[0].same_as(a.program_answer)), None)
+        if group is None:
+            group = [a.program_answer, 0.0, []]
+            groups.append(group)
+        group[1] += weight
+        group[2].append(c)
+    if not groups:
+        return None, 0.0, total
+    best = sorted(groups, key=lambda g: (-g[1], min(len(c.attempt.code or "") for c in g[2])))[0]
+    return min(best[2], key=lambda c: len(c.attempt.code or "")), best[1], total
+
+
+def _single(view: str) -> Rule:
+    def rule(views: dict[str, list[Candidate]], record: dict[str, Any]) -> tuple[Any, bool, list[str]]:
+        winner, _, _ = _vote(views[view][:1])
+        return winner, False, [view]
+    return rule
+
+
+def _majority(view: str, n: int) -> Rule:
+    def rule(views: dict[str, list[Candidate]], record: dict[str, Any]) -> tuple[Any, bool, list[str]]:
+        winner, weight, total = _vote(views[view][:n])
+        return winner, weight >= 0.8 * total, [view]
+    return rule
+
+
+def _careful(first: str, second: str, escalate: str | None, n: int = 5, greedy_weight: float = 1.0) -> Rule:
+    """Two greedy views; when they agree, done and sure. Else (with ``escalate``) ``n`` samples of that
+    view join a vote where each greedy view weighs ``greedy_weight``; sure only if the samples agree too."""
+    def rule(views: dict[str, list[Candidate]], record: dict[str, Any]) -> tuple[Any, bool, list[str]]:
+        pair = views[first][:1] + views[second][:1]
+        winner, weight, _ = _vote(pair)
+        if winner is not None and weight >= 2:
+            return winner, True, [first, second]
+        if escalate is None:
+            fallback = next((c for c in pair if c.attempt.good), None)
+            return fallback, False, [first, second]
+        weights = {first: greedy_weight, second: greedy_weight}
+        winner, weight, total = _vote(pair + views[escalate][:n], weights)
+        return winner, weight >= 0.8 * total, [first, second, escalate]
+    return rule
+
+
+def _rules(data: bool) -> dict[str, Rule]:
+    rules: dict[str, Rule] = {
+        "plain (baseline: greedy zero-shot)": _single("plain"),
+        "zero (code only)": _single("zero"),
+        "shots (code only)": _single("shots"),
+        "t07 first sample": _single("t07"),
+        "maj@5 T=0.7 (today's first round)": _majority("t07", 5),
+        "maj@4 T=0.4": _majority("t04", 4),
+    }
+    if not data:
+        rules["reasoned (words, then its program)"] = _single("reasoned")
+    pairs = [("shots", "zero"), ("shots", "plain")] + ([("shots", "reasoned"), ("zero", "reasoned")] if not data else [])
+    for first, second in pairs:
+        rules[f"{first}+{second}, stop"] = _careful(first, second, None)
+        for escalate in ("t04", "t07"):
+            for weight in (1.0, 2.0):
+                n = 4 if escalate == "t04" else 5
+                rules[f"{first}+{second}, else +{n}x{escalate} (greedy x{weight:g})"] = _careful(
+                    first, second, escalate, n, weight)
+    return rules
+
+
+def score(paths: Sequence[str]) -> None:
+    from pal_jupyter.evaluation.dataframes import build_frames
+
+    frames = build_frames()
+    records = [json.loads(line) for path in paths for line in open(path)]
+    for suite in ("gsm8k", "dataframes"):
+        chosen = [r for r in records if r["suite"] == suite]
+        if not chosen:
+            continue
+        rows = sorted(r["i"] for r in chosen)
+        print(f"\n{suite}: {len(chosen)} questions (rows {rows[0]}-{rows[-1]})")
+        print(f"{'rule':<58} {'right':>9} {'s mean':>7} {'median':>7} {'p90':>6} {'tokens':>7} {'sure':>5} {'sure right':>10}")
+        candidates = [(r, _candidates(r, frames)) for r in chosen]
+        for name, rule in _rules(suite == "dataframes").items():
+            right, seconds, tokens, sure, sure_right = 0, [], [], 0, 0
+            for record, views in candidates:
+                winner, is_sure, used = rule(views, record)
+                ok = winner is not None and winner.right
+                right += ok
+                seconds.append(sum(record["views"][v]["seconds"] for v in _priced(used)))
+                tokens.append(sum(sum(record["views"][v]["tokens"]) for v in _priced(used)))
+                sure += is_sure
+                sure_right += is_sure and ok
+            n = len(candidates)
+            p90 = sorted(seconds)[max(0, int(0.9 * n) - 1)]
+            print(f"{name:<58} {right:>3}/{n:<3} {100 * right / n:3.0f}% {statistics.mean(seconds):6.1f} "
+                  f"{statistics.median(seconds):7.1f} {p90:6.1f} {statistics.mean(tokens):7.0f} {sure:>5} "
+                  f"{sure_right:>4}/{sure:<4}")
+
+
+def _priced(used: list[str]) -> list[str]:
+    """The views a rule paid for (a program written after the words paid for the words too)."""
+    return used + (["words"] if "reasoned" in used else [])
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    commands = parser.add_subparsers(dest="command", required=True)
+    run = commands.add_parser("collect")
+    run.add_argument("--suite", choices=("gsm8k", "dataframes"), required=True)
+    run.add_argument("--offset", type=int, default=0)
+    run.add_argument("--limit", type=int, default=None)
+    run.add_argument("--out", default=None)
+    run.add_argument("--views", default=",".join(VIEWS), help=f"comma-separated, of {', '.join(VIEWS)}")
+    report = commands.add_parser("score")
+    report.add_argument("files", nargs="+")
+    args = parser.parse_args()
+    if args.command == "collect":
+        args.out = args.out or f"bench-results/views-{args.suite}.jsonl"
+        Path(args.out).parent.mkdir(parents=True, exist_ok=True)
+        collect(args)
+    else:
+        score(args.files)
+
+
+if __name__ == "__main__":
+    main()

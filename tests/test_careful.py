@@ -1,0 +1,83 @@
+"""The careful method (engine/views.py): two greedy programs from independent prompts, more only when
+they disagree. A scripted model supplies the programs; the kernels that run them are real."""
+
+from __future__ import annotations
+
+import pandas as pd
+import pytest
+
+from pal_jupyter import ExecutorLimits, KernelPool, ScriptedBackend, solve
+from pal_jupyter.engine import prompts, reasoning, views
+from pal_jupyter.engine.vote import doubt_message
+
+
+def fenced(code: str) -> str:
+    return f"```python\n{code}\n```\n"
+
+
+WORDS = "He drives 60 miles each hour for 2.5 hours: 60 x 2.5 = 150.\nAnswer: 150"
+
+
+@pytest.fixture(scope="module")
+def pool():
+    with KernelPool(ExecutorLimits(timeout_s=3, grace_s=1)) as pool:
+        yield pool
+
+
+def test_two_views_that_agree_are_sure_and_nothing_more_is_written(pool):
+    model = ScriptedBackend([fenced("print(60 * 2.5)"), WORDS, fenced("speed = 60\nprint(speed * 2.5)")])
+    session = solve("How far does a car go at 60 mph in 2.5 hours?", model=model, executor=pool)
+    assert model.batch_sizes == [1, 1, 1]  # the worked-examples program, the words, the program after them
+    shots, words, reasoned = model.calls
+    assert shots == prompts.pal_messages(session.question, style=prompts.DEFAULT_STYLE)
+    assert words == reasoning.words_messages(session.question)
+    assert reasoned[-2]["content"] == WORDS  # the program follows the model's own steps
+    first, _, second = model.options
+    assert first.code_only and second.code_only and first.temperature_for(1) == 0 == second.temperature_for(1)
+    assert [a.view for a in session.attempts] == ["shots", "reasoned"]
+    assert session.vote.votes == 2 and session.confidence == "high" and session.answer == "150.0"
+    assert session.second_opinion is not None and session.second_opinion.answer.value == 150
+    assert doubt_message(session).startswith("2 of 2 programs, written independently, agree")
+
+
+def test_views_that_disagree_get_samples_at_a_low_temperature_and_a_vote(pool):
+    model = ScriptedBackend([fenced("print(60 + 2.5)"), "Answer: 150", fenced("print(60 * 2.5)"),
+                             fenced("print(60 * 2.5)"), fenced("print(2.5 * 60)"), fenced("print(62.5)"),
+                             fenced("print(150)")])
+    session = solve("How far?", model=model, executor=pool, samples=4)
+    assert model.batch_sizes == [1, 1, 1, 4]
+    sampled = model.options[-1]
+    assert sampled.code_only and sampled.temperature_for(4) == views.ESCALATION_TEMPERATURE
+    assert model.calls[-1] == model.calls[0]  # sampled from the first view's prompt
+    assert len(session.attempts) == 6 and [a.sample for a in session.attempts] == [1, 2, 3, 4, 5, 6]
+    assert session.vote.winner.answer.value == 150 and session.vote.votes == 4
+    assert session.confidence == "medium"  # 4 of 6 agree: shown with a caution
+    assert session.weak_votes and session.weak_votes[0].more == 4
+
+
+def test_without_samples_a_disagreement_is_shown_as_doubt(pool):
+    model = ScriptedBackend([fenced("print(60 + 2.5)"), "Answer: 150", fenced("print(60 * 2.5)")])
+    session = solve("How far?", model=model, executor=pool, samples=0)
+    assert model.batch_sizes == [1, 1, 1]
+    assert session.confidence == "low" and doubt_message(session).startswith("I am not sure: the programs disagree")
+
+
+def test_a_data_question_is_asked_with_idioms_and_then_plainly(pool):
+    sales = pd.DataFrame({"region": ["East", "West", "East"], "units": [3, 4, 5]})
+    question = "How many units were sold in the East region? Print just the number."
+    code = fenced("print(sales[sales['region'] == 'East']['units'].sum())")
+    model = ScriptedBackend([code, code])
+    session = solve(question, model=model, executor=pool, variables={"sales": sales})
+    assert model.calls[0] == prompts.pal_messages(question, {"sales": sales}, style=prompts.DATA_STYLE)
+    assert model.calls[1] == prompts.pal_messages(question, {"sales": sales}, style="data-0shot")
+    assert session.answer == "8" and session.confidence == "high"
+
+
+def test_a_failing_view_is_repaired_once_greedily_when_nothing_works(pool):
+    broken = fenced("print(undefined_total)")
+    model = ScriptedBackend([broken, "Answer: 150", broken, broken, broken,
+                             "Explanation: the name was never set.\n" + fenced("print(150)")])
+    session = solve("How far?", model=model, executor=pool, samples=2, max_attempts=2)
+    assert model.batch_sizes == [1, 1, 1, 2, 1]  # the repair is one greedy program
+    assert not model.options[-1].code_only  # a repair explains the error first
+    assert session.rounds == 2 and session.answer == "150" and session.final.kind == "repair"
