@@ -17,7 +17,8 @@ resumes). The views:
 * ``words`` and ``reasoned`` (word problems): the step-by-step answer in words
   (:mod:`pal_jupyter.engine.reasoning`) and the program written after it;
 * ``t07``: 5 programs sampled at temperature 0.7 from the worked-examples prompt, as the product
-  drew them until now; ``t04``: 4 programs sampled at 0.4, code only.
+  drew them until now; ``t04``: 4 programs sampled at 0.4, code only, collected only where the
+  greedy views disagree (no rule asks for them elsewhere; ``t04!`` collects them always).
 
 Each view records its programs (code, what they printed, errors), its tokens and its seconds, so
 that ``score`` can price a rule by the views it asks for. ``score`` rebuilds each program's record
@@ -86,7 +87,7 @@ def _ask(backend: Any, messages: list[dict[str, str]], n: int, options: Generati
     return view
 
 
-VIEWS = ("plain", "zero", "shots", "words", "t07", "t04")
+VIEWS = ("plain", "zero", "shots", "first", "words", "t07", "t04")
 
 
 def collect_question(backend: Any, pool: KernelPool, row: dict[str, Any], seed: int,
@@ -105,6 +106,11 @@ def collect_question(backend: Any, pool: KernelPool, row: dict[str, Any], seed: 
         views["zero"] = _ask(backend, zero, 1, code, pool, variables)
     if "shots" in wanted:
         views["shots"] = _ask(backend, shots, 1, code, pool, variables)
+    if data and "first" in wanted:  # the same two prompts with the data described first (prompt cache)
+        views["zfirst"] = _ask(backend, prompts.pal_messages(question, variables, style="data-first-0shot"), 1,
+                               code, pool, variables)
+        views["sfirst"] = _ask(backend, prompts.pal_messages(question, variables, style="data-first-similar"), 1,
+                               code, pool, variables)
     if not data and "words" in wanted:
         words = _ask(backend, reasoning.words_messages(question), 1,
                      GenerationOptions(max_new_tokens=reasoning.WORDS_TOKENS, temperature=0.0,
@@ -115,11 +121,18 @@ def collect_question(backend: Any, pool: KernelPool, row: dict[str, Any], seed: 
     if "t07" in wanted:
         views["t07"] = _ask(backend, shots, 5, GenerationOptions(max_new_tokens=MAX_TOKENS, temperature=0.7,
                                                                  seed=seed, code_only=True), pool, variables)
-    if "t04" in wanted:
+    if "t04" in wanted and (not _agree(views) or "t04!" in wanted):  # samples pay only after a disagreement
         views["t04"] = _ask(backend, shots, 4, GenerationOptions(max_new_tokens=MAX_TOKENS, temperature=0.4,
                                                                  seed=seed + 1, code_only=True), pool, variables)
     expected = expected_of(row)
     return {"question": question, "expected": expected, "category": row.get("category", "gsm8k"), "views": views}
+
+
+def _agree(views: dict[str, Any]) -> bool:
+    """Whether every greedy view collected so far gave the same usable answer (then no rule samples more)."""
+    answers = [read_answer(_execution(views[name]["programs"][0])) for name in ("plain", "zero", "shots", "reasoned")
+               if name in views]
+    return all(a is not None for a in answers) and all(a.same_as(answers[0]) for a in answers)
 
 
 def _rows(suite: str, offset: int, limit: int | None) -> list[dict[str, Any]]:
@@ -250,6 +263,8 @@ def _careful(first: str, second: str, escalate: str | None, n: int = 5, greedy_w
             fallback = next((c for c in pair if c.attempt.good), None)
             return fallback, False, [first, second]
         weights = {first: greedy_weight, second: greedy_weight}
+        if escalate not in views:
+            raise LookupError(f"{escalate} was not collected for a question whose greedy views disagree")
         winner, weight, total = _vote(pair + views[escalate][:n], weights)
         return winner, weight >= 0.8 * total, [first, second, escalate]
     return rule
@@ -260,20 +275,14 @@ def _rules(data: bool) -> dict[str, Rule]:
         "plain (baseline: greedy zero-shot)": _single("plain"),
         "zero (code only)": _single("zero"),
         "shots (code only)": _single("shots"),
-        "t07 first sample": _single("t07"),
-        "maj@5 T=0.7 (today's first round)": _majority("t07", 5),
-        "maj@4 T=0.4": _majority("t04", 4),
     }
     if not data:
         rules["reasoned (words, then its program)"] = _single("reasoned")
     pairs = [("shots", "zero"), ("shots", "plain")] + ([("shots", "reasoned"), ("zero", "reasoned")] if not data else [])
     for first, second in pairs:
         rules[f"{first}+{second}, stop"] = _careful(first, second, None)
-        for escalate in ("t04", "t07"):
-            for weight in (1.0, 2.0):
-                n = 4 if escalate == "t04" else 5
-                rules[f"{first}+{second}, else +{n}x{escalate} (greedy x{weight:g})"] = _careful(
-                    first, second, escalate, n, weight)
+        for weight in (1.0, 2.0):
+            rules[f"{first}+{second}, else +4 x t04 (greedy x{weight:g})"] = _careful(first, second, "t04", 4, weight)
     return rules
 
 
@@ -281,7 +290,16 @@ def score(paths: Sequence[str]) -> None:
     from pal_jupyter.evaluation.dataframes import build_frames
 
     frames = build_frames()
-    records = [json.loads(line) for path in paths for line in open(path)]
+    merged: dict[tuple[str, int], dict[str, Any]] = {}  # one record per question: views collected in several passes
+    for path in paths:
+        for line in open(path):
+            record = json.loads(line)
+            key = (record["suite"], record["i"])
+            if key in merged:
+                merged[key]["views"].update(record["views"])
+            else:
+                merged[key] = record
+    records = [merged[key] for key in sorted(merged)]
     for suite in ("gsm8k", "dataframes"):
         chosen = [r for r in records if r["suite"] == suite]
         if not chosen:
@@ -296,7 +314,7 @@ def score(paths: Sequence[str]) -> None:
                 winner, is_sure, used = rule(views, record)
                 ok = winner is not None and winner.right
                 right += ok
-                seconds.append(sum(record["views"][v]["seconds"] for v in _priced(used)))
+                seconds.append(sum(_seconds(record, v, used) for v in _priced(used)))
                 tokens.append(sum(sum(record["views"][v]["tokens"]) for v in _priced(used)))
                 sure += is_sure
                 sure_right += is_sure and ok
@@ -305,6 +323,15 @@ def score(paths: Sequence[str]) -> None:
             print(f"{name:<58} {right:>3}/{n:<3} {100 * right / n:3.0f}% {statistics.mean(seconds):6.1f} "
                   f"{statistics.median(seconds):7.1f} {p90:6.1f} {statistics.mean(tokens):7.0f} {sure:>5} "
                   f"{sure_right:>4}/{sure:<4}")
+
+
+def _seconds(record: dict[str, Any], view: str, used: list[str]) -> float:
+    """What ``view`` costs a rule. ``zero`` was collected right after ``plain``, whose prompt it shares
+    (the prompt cache held it): asked alone it would prefill that prompt itself, so it is priced at
+    ``plain``'s seconds unless the rule pays for ``plain`` too."""
+    if view == "zero" and "plain" not in used:
+        return max(record["views"]["zero"]["seconds"], record["views"]["plain"]["seconds"])
+    return record["views"][view]["seconds"]
 
 
 def _priced(used: list[str]) -> list[str]:

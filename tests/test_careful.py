@@ -81,3 +81,29 @@ def test_a_failing_view_is_repaired_once_greedily_when_nothing_works(pool):
     assert model.batch_sizes == [1, 1, 1, 2, 1]  # the repair is one greedy program
     assert not model.options[-1].code_only  # a repair explains the error first
     assert session.rounds == 2 and session.answer == "150" and session.final.kind == "repair"
+
+
+def test_a_row_number_printed_for_a_name_is_refused_and_the_name_wins(pool):
+    orders = pd.DataFrame({"customer": ["Ana", "Ben", "Cleo", "Ben"], "amount": [10.0, 25.0, 5.0, 30.0]})
+    question = "Which customer spent the most in total? Print just the name."
+    row_number = fenced("print(orders['amount'].idxmax())")  # a row number over the RangeIndex: 3
+    name_code = "print(orders.groupby('customer')['amount'].sum().idxmax())"
+    by_name = fenced(name_code)
+    model = ScriptedBackend([row_number, by_name, by_name, by_name, row_number, by_name])
+    session = solve(question, model=model, executor=pool, variables={"orders": orders}, samples=4)
+    first = session.attempts[0]
+    assert first.answer == "3" and first.error_type == "NotAName" and not first.good
+    assert "where the question asks for a name" in first.feedback
+    assert session.answer == "Ben" and session.final.code == name_code
+
+
+def test_a_month_the_question_names_must_be_selected(pool):
+    orders = pd.DataFrame({"date": pd.to_datetime(["2024-02-27", "2024-03-02", "2024-03-15", "2024-04-01"]),
+                           "amount": [100.0, 20.0, 30.0, 400.0]})
+    question = "What was the revenue of the orders placed in March 2024? Print just the number."
+    every_row = fenced("print(orders['amount'].sum())")
+    march = fenced("print(orders[orders['date'].dt.to_period('M') == '2024-03']['amount'].sum())")
+    model = ScriptedBackend([every_row, march, march, march, march, march])
+    session = solve(question, model=model, executor=pool, variables={"orders": orders}, samples=4)
+    assert session.attempts[0].error_type == "IgnoresFilter" and "March 2024" in session.attempts[0].off_target
+    assert session.answer == "50.0"
