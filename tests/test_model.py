@@ -206,6 +206,20 @@ def test_render_prompt_uses_the_chat_template(tiny_backend):
     assert prompt == "<|im_start|>user\nhi<|im_end|>\n<|im_start|>assistant\n"
 
 
+def test_a_code_only_reply_continues_the_opened_fence(tiny_backend):
+    opened = [*MESSAGES, {"role": "assistant", "content": "```python\n"}]
+    prompt = tiny_backend.render_prompt(opened, continue_final=True)
+    assert prompt.endswith("<|im_start|>assistant\n```python\n"), "the turn is continued, not closed"
+    streams: dict[int, str] = {}
+    options = GenerationOptions(max_new_tokens=6, temperature=1.0, seed=5, code_only=True)
+    rows = tiny_backend.generate_many(MESSAGES, 2, options,
+                                      on_token=lambda row, text: streams.__setitem__(row, streams.get(row, "") + text))
+    for row, generation in enumerate(rows):
+        assert generation.text.startswith("```python\n") and generation.text.rstrip().endswith("```")
+        assert generation.text.startswith(streams[row]) and generation.completion_tokens <= 6
+        assert generation.prompt_tokens == len(tiny_backend._encode(prompt))
+
+
 def test_render_prompt_falls_back_without_a_chat_template(plain_dir):
     backend = load_model(str(plain_dir), device="cpu")
     assert not backend.tokenizer.chat_template
