@@ -95,9 +95,9 @@ OPTIONS = notebook(
     new_markdown_cell("Options on the `%%pal` line apply to one question. `%%pal?` lists them all."),
     new_code_cell("%%pal --no-insert --timeout 10\nHow many seconds are there in a week?"),
     new_markdown_cell("The line form for one-liners, with `--quiet` for a plain-text summary instead of the widget. "
-                      "Leave off a final `?`: IPython reads it as a request for help. `--samples 1` writes a single "
+                      "Leave off a final `?`: IPython reads it as a request for help. `--method vote --samples 1` writes a single "
                       "program: the fastest answer, but nothing cross-checks it."),
-    new_code_cell("%pal --quiet --no-insert --samples 1 What is 15% of 240"),
+    new_code_cell("%pal --quiet --no-insert --method vote --samples 1 What is 15% of 240"),
     new_markdown_cell(
         "Every attempt is appended to a JSONL trace (`%config PalMagics.trace` sets where; `off` disables it). "
         "`pal-jupyter leti TRACE` turns it into training text with `<|good|>` / `<|bad|>` reward tokens."

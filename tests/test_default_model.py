@@ -30,7 +30,9 @@ def test_default_model_answers_the_train_question(default_model, pool):
     assert float(session.answer) == pytest.approx(150)
     assert tokens, "tokens were streamed while the model wrote"
     assert isinstance(default_model, LlamaCppBackend) and default_model.dtype == "Q4_K_M"  # the file as it is
-    assert session.samples == 5 and session.agreement is not None  # the default: five programs and a vote
+    # The default: two greedy programs written two ways (worked examples; words, then a program)
+    assert session.method == "careful" and [a.view for a in session.round(1)[:2]] == ["shots", "reasoned"]
+    assert session.agreement is not None
 
 
 class _TokenSink:

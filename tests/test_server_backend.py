@@ -208,7 +208,7 @@ def test_ask_through_a_server_end_to_end_without_leaking_the_key(tmp_path):
     env = {**os.environ, "PAL_JUPYTER_API_KEY": SECRET, "PAL_JUPYTER_TRACE": str(trace)}
     with ModelServer([PROGRAM], key=SECRET) as server:
         result = subprocess.run(
-            [sys.executable, "-m", "pal_jupyter.cli", "ask", "--model", f"openai:tiny@{server.url}", "--samples", "3",
+            [sys.executable, "-m", "pal_jupyter.cli", "ask", "--model", f"openai:tiny@{server.url}", "--method", "vote", "--samples", "3",
              "What is 6 times 7?"], capture_output=True, text=True, timeout=300, env=env)
     assert result.returncode == 0, result.stderr
     assert "Vote: 3 of 3 programs agree on 42" in result.stdout and "Answer: 42" in result.stdout
@@ -225,7 +225,7 @@ def test_a_pal_cell_through_a_server_answers_and_inserts_the_program():
         try:
             reply, outputs = user.run("%load_ext pal_jupyter\n%config PalMagics.trace = 'off'")
             assert reply["status"] == "ok", text_of(outputs)
-            reply, outputs = user.run(f"%%pal --model openai:tiny@{server.url} --samples 2\nWhat is 6 times 7?")
+            reply, outputs = user.run(f"%%pal --model openai:tiny@{server.url} --method vote --samples 2\nWhat is 6 times 7?")
         finally:
             user.close()
     assert reply["status"] == "ok", text_of(outputs)

@@ -265,16 +265,17 @@ def _careful_round(session: Session, round_: _Round, index: int, messages: list[
     chosen = views.views_for(round_.variables, style)
     candidates = [Attempt(index=1, kind="reasoned" if view.reasons_first else "initial", messages=[], sample=i + 1,
                           samples=len(chosen), view=view.name) for i, view in enumerate(chosen)]
-    words: ProgramAnswer | None = None
     for view, attempt in zip(chosen, candidates):  # one after the other: the first answer shows early
         if view.reasons_first:  # the words stream before the program that follows them
-            attempt.messages, words = _reasoned_messages(session, round_, context)
+            attempt.messages = _reasoned_messages(session, round_, context)
         else:
             attempt.messages = views.view_messages(view, session.question, round_.variables, context)
         round_.observer.attempt_started(attempt)
         round_.write(attempt, session.question)
         session.attempts.append(attempt)
-    _join_round(session, round_, candidates, [], words)
+    # Only programs vote here: the words answer is kept (session.second_opinion) but adds nothing, as
+    # measured (the program written after the words already carries them).
+    _join_round(session, round_, candidates, [], None)
     vote = session.vote
     agreed = vote is not None and vote.winner is not None and vote.votes == len(chosen)
     if agreed or round_.samples < 1:
@@ -286,14 +287,14 @@ def _careful_round(session: Session, round_: _Round, index: int, messages: list[
                                            time.perf_counter() - round_.started, more))
         round_.observer.more_programs(session, vote, more)
     extra = round_.run(1, first, session.question, drawn=len(candidates), count=more, sampled=True)
-    _join_round(session, round_, candidates, extra, words)
+    _join_round(session, round_, candidates, extra, None)
     return candidates
 
 
-def _reasoned_messages(session: Session, round_: _Round, context: str | None
-                       ) -> tuple[list[dict[str, str]], ProgramAnswer | None]:
-    """The prompt of the view that works the question out in words first (:mod:`.reasoning`), and the
-    words' answer; without words (the model failed) the zero-shot prompt, so the view still writes one."""
+def _reasoned_messages(session: Session, round_: _Round, context: str | None) -> list[dict[str, str]]:
+    """The prompt of the view that works the question out in words first (:mod:`.reasoning`); the words
+    and their answer are kept in ``session.second_opinion``. Without words (the model failed) the
+    zero-shot prompt, so the view still writes its program."""
     options = dataclasses.replace(round_.generation, temperature=None, seed=None, stop_after_code=False,
                                   stop_when=None, code_only=False, max_new_tokens=reasoning.WORDS_TOKENS)
     start = time.perf_counter()
@@ -303,10 +304,10 @@ def _reasoned_messages(session: Session, round_: _Round, context: str | None
                                     on_token=lambda _row, text: round_.observer.reasoning_token(session, text))[0].text
     except PalError as exc:
         log.warning("No answer in words (%s); the second program is written without them.", exc)
-        return views.view_messages(views.ZERO, session.question, round_.variables, context), None
-    answer = reasoning.read_words_answer(words)
-    session.second_opinion = SecondOpinion(1, words.strip(), answer, time.perf_counter() - start, 2)
-    return reasoning.program_messages(session.question, words, context), answer
+        return views.view_messages(views.ZERO, session.question, round_.variables, context)
+    session.second_opinion = SecondOpinion(1, words.strip(), reasoning.read_words_answer(words),
+                                           time.perf_counter() - start, 2)
+    return reasoning.program_messages(session.question, words, context)
 
 
 def _more_programs(session: Session, round_: _Round, messages: list[dict[str, str]], candidates: list[Attempt],

@@ -193,7 +193,9 @@ OPTIONS: dict[str, Option] = {o.name: o for o in (
     Option("temperature", float, None, f"sampling temperature; none: greedy for one program, {SAMPLE_TEMPERATURE} "
            "for several", low=0, high=2, optional=True),
     Option("seed", int, None, "random seed for sampling", optional=True),
-    Option("max_new_tokens", int, 512, "most tokens the model may write per program", low=1, high=8192),
+    # The longest greedy or sampled program of bench_views.py's DataFrame suite took 164 tokens (p95 110):
+    # a row past 384 is rambling, and a repair's explanation fits beside its program.
+    Option("max_new_tokens", int, 384, "most tokens the model may write per program", low=1, high=8192),
     Option("server_timeout", float, 60.0, "seconds to wait for a model server's next token (openai: models)",
            above=0, high=3600),
     Option("context", int, 0, "how many of the notebook's last code cells, with its last error when they raised "

@@ -60,6 +60,7 @@ register_model("scripted", ScriptedBackend(reply, token_delay_s=0.12))
 %load_ext pal_jupyter
 %config PalMagics.model = "scripted"
 %config PalMagics.trace = "off"
+%config PalMagics.method = "vote"
 %config PalMagics.samples = 1
 print("setup done")
 '''
