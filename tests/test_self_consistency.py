@@ -268,18 +268,6 @@ def test_a_seeded_question_gives_the_extra_programs_their_own_seed(pool):
     assert seen == [11, 14]
 
 
-class _Options(ScriptedBackend):
-    """A scripted model that also keeps the generation options of each call."""
-
-    def __init__(self, replies):
-        super().__init__(replies)
-        self.options = []
-
-    def generate_many(self, messages, n, options=None, on_token=None):
-        self.options.append(options)
-        return super().generate_many(messages, n, options, on_token)
-
-
 class _Reasoning(_Recorder):
     def __init__(self):
         super().__init__()
@@ -297,7 +285,7 @@ WEAK = [fenced("print(60)"), fenced("print(160)"), fenced("print(263)"), fenced(
 
 def test_a_weak_vote_is_worked_out_in_words_then_by_a_program_that_follows_the_steps(pool):
     words = "The East sold 3 items at 53 each.\n3 * 53 = 159.\nAnswer: 159"
-    model = _Options(WEAK + [words, fenced("units = 3\nprice = 53\nprint(units * price)")])
+    model = ScriptedBackend(WEAK + [words, fenced("units = 3\nprice = 53\nprint(units * price)")])
     observer = _Reasoning()
     session = solve("Revenue of the East?", model=model, executor=pool, method="vote", samples=5, observer=observer)
     assert model.batch_sizes == [5, 1, 1] and observer.started == [(1, 5)] and "".join(observer.words) == words
