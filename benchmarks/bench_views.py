@@ -87,7 +87,7 @@ def _ask(backend: Any, messages: list[dict[str, str]], n: int, options: Generati
     return view
 
 
-VIEWS = ("plain", "zero", "shots", "first", "words", "t07", "t04")
+VIEWS = ("plain", "zero", "shots", "words", "t07", "t04")
 
 
 def collect_question(backend: Any, pool: KernelPool, row: dict[str, Any], seed: int,
@@ -106,11 +106,6 @@ def collect_question(backend: Any, pool: KernelPool, row: dict[str, Any], seed: 
         views["zero"] = _ask(backend, zero, 1, code, pool, variables)
     if "shots" in wanted:
         views["shots"] = _ask(backend, shots, 1, code, pool, variables)
-    if data and "first" in wanted:  # the same two prompts with the data described first (prompt cache)
-        views["zfirst"] = _ask(backend, prompts.pal_messages(question, variables, style="data-first-0shot"), 1,
-                               code, pool, variables)
-        views["sfirst"] = _ask(backend, prompts.pal_messages(question, variables, style="data-first-similar"), 1,
-                               code, pool, variables)
     if not data and "words" in wanted:
         words = _ask(backend, reasoning.words_messages(question), 1,
                      GenerationOptions(max_new_tokens=reasoning.WORDS_TOKENS, temperature=0.0,

@@ -161,10 +161,6 @@ class PromptStyle:
     description: str
     system: str
     examples: tuple[tuple[str, str], ...]  # (question, assistant reply)
-    # The user's data described in the system message, ahead of everything that changes with the
-    # question: a prompt cache then keeps it across questions about the same data, and across the
-    # careful method's two views (engine.views), where it is most of the prompt.
-    data_first: bool = False
 
     def turns(self, question: str) -> tuple[tuple[str, str], ...]:
         """The worked examples shown before ``question``, as (user message, assistant reply) turns."""
@@ -241,11 +237,6 @@ PROMPT_STYLES: dict[str, PromptStyle] = {
         DataPromptStyle("data-similar", "data-3shot, then the 2 pandas idioms most like the question",
                         DATA_SYSTEM, tuple((e.question, e.reply()) for e in DATA_EXAMPLES), idioms=2),
         PromptStyle("data-0shot", "pandas on a described DataFrame, no worked examples", DATA_SYSTEM, ()),
-        DataPromptStyle("data-first-similar", "data-similar with the user's data described first, in the system "
-                        "message (cached across questions and views)", DATA_SYSTEM,
-                        tuple((e.question, e.reply()) for e in DATA_EXAMPLES), data_first=True, idioms=2),
-        PromptStyle("data-first-0shot", "data-0shot with the user's data described first, in the system message",
-                    DATA_SYSTEM, (), data_first=True),
     )
 }
 #: Chosen by measurement on GSM8K train questions that are not worked examples (benchmarks/README.md).
@@ -332,24 +323,6 @@ DATA_INSTRUCTIONS = (
 )
 
 
-DATA_FIRST_INSTRUCTIONS = (
-    "The user's variables below already exist in the program's Python session, holding the user's real data. "
-    "Use them as they are: do not create them, load them from files, or replace them with sample data."
-)
-
-
-def data_system(system: str, variables: Mapping[str, Any]) -> str:
-    """A ``data_first`` style's system message: its own, then what the user's variables hold."""
-    return f"{system}\n\n{DATA_FIRST_INSTRUCTIONS}\n{describe_variables(variables)}"
-
-
-def _named_question(question: str, variables: Mapping[str, Any]) -> str:
-    """The question's turn when the data was described in the system message."""
-    names = ", ".join(f"`{name}`" for name in variables)
-    return (f"{question}\n\nUse {names} (described in the system message) as it is. End by printing the answer "
-            "(just the number, when the question asks for a number).")
-
-
 def _question_text(question: str, variables: Mapping[str, Any] | None, look: str | None = None) -> str:
     """The question, and for one about the user's variables what they hold (and the data look's
     output, once there is one: :mod:`.data_look`)."""
@@ -392,14 +365,11 @@ def pal_messages(
     message only, and pays for reading its examples once per question.
     """
     chosen = prompt_style(style)
-    first = chosen.data_first and bool(variables) and look is None
-    system = data_system(chosen.system, variables) if first else chosen.system  # type: ignore[arg-type]
-    messages: list[ChatMessage] = [{"role": "system", "content": system}]
+    messages: list[ChatMessage] = [{"role": "system", "content": chosen.system}]
     for example_question, example_answer in chosen.turns(question):
         messages.append({"role": "user", "content": example_question})
         messages.append({"role": "assistant", "content": example_answer})
-    asked = _named_question(question, variables) if first else _question_text(question, variables, look)  # type: ignore[arg-type]
-    messages.append({"role": "user", "content": with_context(asked, context)})
+    messages.append({"role": "user", "content": with_context(_question_text(question, variables, look), context)})
     return messages
 
 
