@@ -47,12 +47,13 @@ from pal_jupyter.engine.filters import named_values
 from pal_jupyter.engine.records import Attempt
 from pal_jupyter.engine.vote import mark_off_target, read_answer, take_vote
 from pal_jupyter.errors import NoCodeError
-from pal_jupyter.evaluation.dataframes import suite_rows
+from pal_jupyter.evaluation.dataframes import QUESTIONS, suite_rows
 from pal_jupyter.evaluation.runner import read_rows
 from pal_jupyter.kernels import ExecutionResult, ExecutorLimits, KernelPool
 from pal_jupyter.kernels.results import ErrorInfo, StopReason
 
 GSM8K = Path(__file__).resolve().parents[2] / "shared" / "data" / "gsm8k" / "test.jsonl"
+USES = {q.question: q.uses for q in QUESTIONS}  # the frames each DataFrame-suite question is handed
 MAX_TOKENS = 512  # as the product asked until now: the collected lengths say what a cap would cost
 
 
@@ -174,7 +175,7 @@ def _execution(program: dict[str, Any]) -> ExecutionResult | None:
 class Candidate:
     """One collected program, read the product's way."""
 
-    def __init__(self, view: str, program: dict[str, Any], question: str, named: Sequence[Any], expected: Any):
+    def __init__(self, view: str, program: dict[str, Any], expected: Any):
         self.view = view
         self.attempt = Attempt(index=1, kind="initial", messages=[], code=program.get("code"))
         self.attempt.execution = _execution(program)
@@ -184,26 +185,16 @@ class Candidate:
 
 def _candidates(record: dict[str, Any], frames: dict[str, Any]) -> dict[str, list[Candidate]]:
     question, expected = record["question"], record["expected"]
-    variables = {name: frames[name] for name in _uses(record)} if record["suite"] == "dataframes" else {}
+    variables = {name: frames[name] for name in USES[question]} if record["suite"] == "dataframes" else {}
     named = named_values(question, variables)
     views: dict[str, list[Candidate]] = {}
     for name, view in record["views"].items():
         if "programs" in view:
-            views[name] = [Candidate(name, p, question, named, expected) for p in view["programs"]]
+            views[name] = [Candidate(name, p, expected) for p in view["programs"]]
             mark_off_target([c.attempt for c in views[name]], question, named)
     everything = [c.attempt for cs in views.values() for c in cs]
     mark_off_target(everything, question, named)  # "a number where others printed one" sees every view
     return views
-
-
-_USES: dict[str, tuple[str, ...]] = {}
-
-
-def _uses(record: dict[str, Any]) -> tuple[str, ...]:
-    if not _USES:
-        from pal_jupyter.evaluation.dataframes import QUESTIONS
-        _USES.update({q.question: q.uses for q in QUESTIONS})
-    return _USES[record["question"]]
 
 
 Rule = Callable[[dict[str, list[Candidate]], dict[str, Any]], tuple[Any, bool, list[str]]]
@@ -236,13 +227,6 @@ def _single(view: str) -> Rule:
     def rule(views: dict[str, list[Candidate]], record: dict[str, Any]) -> tuple[Any, bool, list[str]]:
         winner, _, _ = _vote(views[view][:1])
         return winner, False, [view]
-    return rule
-
-
-def _majority(view: str, n: int) -> Rule:
-    def rule(views: dict[str, list[Candidate]], record: dict[str, Any]) -> tuple[Any, bool, list[str]]:
-        winner, weight, total = _vote(views[view][:n])
-        return winner, weight >= 0.8 * total, [view]
     return rule
 
 

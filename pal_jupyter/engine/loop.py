@@ -273,8 +273,8 @@ def _careful_round(session: Session, round_: _Round, index: int, messages: list[
         round_.observer.attempt_started(attempt)
         round_.write(attempt, session.question)
         session.attempts.append(attempt)
-    # Only programs vote here: the words answer is kept (session.second_opinion) but adds nothing, as
-    # measured (the program written after the words already carries them).
+    # Only programs vote here, as bench_views.py scored the method: the words answer is kept
+    # (session.second_opinion) for the widget, and the program written after it carries its steps.
     _join_round(session, round_, candidates, [], None)
     vote = session.vote
     agreed = vote is not None and vote.winner is not None and vote.votes == len(chosen)
@@ -388,7 +388,7 @@ def _join_round(session: Session, round_: _Round, candidates: list[Attempt], ext
     for attempt in candidates:
         attempt.samples = len(candidates)
     round_.check(candidates, session.question)
-    session.vote = take_vote(candidates, second_opinion, greedy_weight=views.GREEDY_WEIGHT)
+    session.vote = take_vote(candidates, second_opinion)
 
 
 def repair_basis(candidates: Sequence[Attempt]) -> Attempt:
@@ -446,8 +446,8 @@ class _Round:
             self.observer.attempt_started(attempt)
         options = self._options(drawn, greedy=kind == "reasoned")
         if sampled:
-            options = dataclasses.replace(options, code_only=True,
-                                          temperature=options.temperature or views.ESCALATION_TEMPERATURE)
+            temperature = views.ESCALATION_TEMPERATURE if options.temperature is None else options.temperature
+            options = dataclasses.replace(options, code_only=True, temperature=temperature)
         replies = generate_candidates(self.backend, messages, count, options,
                                       on_token=lambda row, text: self.observer.token(attempts[row], text))
         for attempt, reply in zip(attempts, replies):

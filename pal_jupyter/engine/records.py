@@ -93,7 +93,6 @@ class VoteGroup:
     samples: list[int] = field(default_factory=list)  # 1-based candidate numbers within the round
     shortest: int = 0  # characters of the group's shortest program (the tie-break)
     words: bool = False  # the step-by-step answer in words (engine.reasoning) gives this answer too
-    weight: float = 0.0  # what its programs count in the vote (a careful view's greedy program may count more)
 
     @property
     def votes(self) -> int:

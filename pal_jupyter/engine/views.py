@@ -5,8 +5,8 @@ reply begins with the code fence and ends at the closing one: no token spent on 
 from a prompt that does not share the other's worked examples. When both run and print the same
 answer, the question is done and the answer is shown as sure (two independent careful programs
 agree). When they disagree, or one fails, ``samples`` programs are sampled at a low temperature
-from the first view's prompt and join the vote, in which each greedy program weighs
-:data:`GREEDY_WEIGHT`.
+from the first view's prompt and join the vote, where every program counts one (counting the greedy
+ones twice changed no answer in the measurement).
 
 Why not five sampled programs from the start, as before: on 2 CPU cores five programs cost about
 2.5 times one, and on questions about data the sampled programs of the 1.5B default model are worse
@@ -49,8 +49,6 @@ WORD_VIEWS = (SHOTS, REASONED)
 DATA_VIEWS = (DATA_SHOTS, DATA_ZERO)
 #: The temperature of the programs sampled when the two views disagree (unless one was asked for).
 ESCALATION_TEMPERATURE = 0.4
-#: How much a greedy view's program counts in the vote that follows a disagreement (a sampled one: 1).
-GREEDY_WEIGHT = 1.0
 
 
 def views_for(variables: Mapping[str, Any] | None, style: str | None = None) -> tuple[View, View]:

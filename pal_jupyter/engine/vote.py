@@ -194,15 +194,13 @@ def _ignores(code: str, named: Sequence[NamedValue]) -> str | None:
 WORDS_WEIGHT = 1.0
 
 
-def take_vote(attempts: Sequence[Attempt], second_opinion: ProgramAnswer | None = None,
-              greedy_weight: float = 1.0) -> Vote:
+def take_vote(attempts: Sequence[Attempt], second_opinion: ProgramAnswer | None = None) -> Vote:
     """Tally the answers of one round's candidates (``program_answer`` and ``off_target`` already set).
 
     Only programs that worked vote: a failure, an off-target table, an answer the checker
-    rejected, or a program that showed nothing has no say. A program a careful view wrote greedily
-    (``Attempt.view``, :mod:`.views`) counts ``greedy_weight``, a sampled one 1. A ``second_opinion``
-    (the words answer of :mod:`.reasoning`) adds :data:`WORDS_WEIGHT` to the programs that agree with
-    it; it never wins alone, since it is not a program that could be inserted.
+    rejected, or a program that showed nothing has no say. A ``second_opinion`` (the words answer of
+    :mod:`.reasoning`) adds :data:`WORDS_WEIGHT` to the programs that agree with it; it never wins
+    alone, since it is not a program that could be inserted.
     """
     vote = Vote(round=attempts[0].index if attempts else 0, candidates=len(attempts), second_opinion=second_opinion)
     for attempt in attempts:
@@ -215,13 +213,12 @@ def take_vote(attempts: Sequence[Attempt], second_opinion: ProgramAnswer | None 
             group = VoteGroup(answer, [], length)
             vote.groups.append(group)
         group.samples.append(attempt.sample)
-        group.weight += greedy_weight if attempt.view is not None else 1.0
         group.shortest = min(group.shortest, length)
     for group in vote.groups:
         group.words = second_opinion is not None and group.answer.same_as(second_opinion)
     # Most votes (the words answer's among them) first; then the shortest program; then the answer
     # seen first (a stable sort).
-    vote.groups.sort(key=lambda g: (-(g.weight + WORDS_WEIGHT * g.words), g.shortest))
+    vote.groups.sort(key=lambda g: (-(g.votes + WORDS_WEIGHT * g.words), g.shortest))
     return vote
 
 
