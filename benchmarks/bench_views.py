@@ -23,7 +23,8 @@ resumes). The views:
 Each view records its programs (code, what they printed, errors), its tokens and its seconds, so
 that ``score`` can price a rule by the views it asks for. ``score`` rebuilds each program's record
 and applies the product's own reading of answers, its off-target checks and its vote
-(:func:`pal_jupyter.engine.vote.take_vote`), then prints, per suite, each view alone and each
+(``ProgramAnswer.same_as``, as :func:`pal_jupyter.engine.vote.take_vote` groups answers, with a weight per
+view), then prints, per suite, each view alone and each
 selection rule: right %, seconds and tokens per question, and how often answers shown as sure were
 right.
 """
@@ -45,7 +46,7 @@ from pal_jupyter.engine.grading import expected_of, is_correct, question_of
 from pal_jupyter.engine.extraction import extract_code
 from pal_jupyter.engine.filters import named_values
 from pal_jupyter.engine.records import Attempt
-from pal_jupyter.engine.vote import mark_off_target, read_answer, take_vote
+from pal_jupyter.engine.vote import mark_off_target, read_answer
 from pal_jupyter.errors import NoCodeError
 from pal_jupyter.evaluation.dataframes import QUESTIONS, suite_rows
 from pal_jupyter.evaluation.runner import read_rows
