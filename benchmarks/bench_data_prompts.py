@@ -52,7 +52,7 @@ def six_row_question() -> dict[str, Any]:
 
 
 def questions(every: int, offset: int = 0) -> list[dict[str, Any]]:
-    chosen = [r for r in suite_rows() if not r.get("figure")][offset::every]
+    chosen = [r for r in suite_rows() if not r.get("chart")][offset::every]
     return chosen + [six_row_question()] if offset == 0 else chosen  # the six-row question once, not per half
 
 

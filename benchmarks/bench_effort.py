@@ -50,7 +50,7 @@ def main() -> None:
     rows = questions(args.every)
     if args.named:
         rows = [r for r in suite_rows() + [six_row_question()]
-                if not r.get("figure") and named_values(r["question"], r.get("variables"))]
+                if not r.get("chart") and named_values(r["question"], r.get("variables"))]
     trace = TraceWriter(args.trace) if args.trace else None
     with KernelPool(warm=args.samples) as pool:
         for result in run_benchmark(rows, lambda _config: model, pool, configs, trace=trace,

@@ -1,6 +1,7 @@
 """Which programs to ask for, chosen offline: collect every view of a question once, score rules later.
 
     python benchmarks/bench_views.py collect --suite dataframes [--out FILE]
+    python benchmarks/bench_views.py collect --suite charts --views plain,zero,shots,t04
     python benchmarks/bench_views.py collect --suite gsm8k --offset 300 --limit 40 [--out FILE]
     python benchmarks/bench_views.py score FILE [FILE ...]
 
@@ -32,6 +33,7 @@ right.
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import os
 import statistics
@@ -48,13 +50,15 @@ from pal_jupyter.engine.filters import named_values
 from pal_jupyter.engine.records import Attempt
 from pal_jupyter.engine.vote import mark_off_target, read_answer
 from pal_jupyter.errors import NoCodeError
-from pal_jupyter.evaluation.dataframes import QUESTIONS, suite_rows
+from pal_jupyter.evaluation.dataframes import SUITES, suite_rows
+from pal_jupyter.kernels import Chart, Series
 from pal_jupyter.evaluation.runner import read_rows
 from pal_jupyter.kernels import ExecutionResult, ExecutorLimits, KernelPool
 from pal_jupyter.kernels.results import ErrorInfo, StopReason
 
 GSM8K = Path(__file__).resolve().parents[2] / "shared" / "data" / "gsm8k" / "test.jsonl"
-USES = {q.question: q.uses for q in QUESTIONS}  # the frames each DataFrame-suite question is handed
+USES = {q.question: q.uses for questions in SUITES.values() for q in questions}  # the frames a question is handed
+DATA_SUITES = tuple(SUITES)
 MAX_TOKENS = 512  # as the product asked until now: the collected lengths say what a cap would cost
 
 
@@ -71,8 +75,9 @@ def _program(reply: str, pool: KernelPool, variables: dict[str, Any]) -> dict[st
                                                                 for k, v in (b.get("data") or {}).items()}}
                for b in result.outputs]
     error = None if result.error is None else [result.error.ename, result.error.evalue[:300]]
+    charts = None if result.charts is None else [dataclasses.asdict(chart) for chart in result.charts]
     return {"reply": reply, "code": code, "reason": result.reason.value, "stdout": result.stdout[-3000:],
-            "outputs": outputs, "error": error, "run_s": round(result.duration_s, 3)}
+            "outputs": outputs, "error": error, "run_s": round(result.duration_s, 3), "charts": charts}
 
 
 def _ask(backend: Any, messages: list[dict[str, str]], n: int, options: GenerationOptions,
@@ -133,8 +138,8 @@ def _agree(views: dict[str, Any]) -> bool:
 
 
 def _rows(suite: str, offset: int, limit: int | None) -> list[dict[str, Any]]:
-    if suite == "dataframes":
-        return suite_rows()[offset:offset + limit if limit else None]
+    if suite in DATA_SUITES:
+        return suite_rows(suite=suite)[offset:offset + limit if limit else None]
     return read_rows(GSM8K, limit=limit, offset=offset)
 
 
@@ -168,9 +173,16 @@ def _execution(program: dict[str, Any]) -> ExecutionResult | None:
     if program.get("code") is None:
         return None
     error = program.get("error")
+    charts = program.get("charts")
     return ExecutionResult(StopReason(program["reason"]), stdout=program.get("stdout", ""),
                            outputs=program.get("outputs", []),
-                           error=ErrorInfo(error[0], error[1], "") if error else None)
+                           error=ErrorInfo(error[0], error[1], "") if error else None,
+                           charts=None if charts is None else [_chart(c) for c in charts])
+
+
+def _chart(saved: dict[str, Any]) -> Chart:
+    series = tuple(Series(s["kind"], s["label"], tuple((x, y) for x, y in s["points"])) for s in saved["series"])
+    return Chart(saved["title"], saved["xlabel"], saved["ylabel"], series)
 
 
 class Candidate:
@@ -186,7 +198,7 @@ class Candidate:
 
 def _candidates(record: dict[str, Any], frames: dict[str, Any]) -> dict[str, list[Candidate]]:
     question, expected = record["question"], record["expected"]
-    variables = {name: frames[name] for name in USES[question]} if record["suite"] == "dataframes" else {}
+    variables = {name: frames[name] for name in USES[question]} if record["suite"] in DATA_SUITES else {}
     named = named_values(question, variables)
     views: dict[str, list[Candidate]] = {}
     for name, view in record["views"].items():
@@ -280,7 +292,7 @@ def score(paths: Sequence[str]) -> None:
             else:
                 merged[key] = record
     records = [merged[key] for key in sorted(merged)]
-    for suite in ("gsm8k", "dataframes"):
+    for suite in ("gsm8k", *DATA_SUITES):
         chosen = [r for r in records if r["suite"] == suite]
         if not chosen:
             continue
@@ -288,7 +300,7 @@ def score(paths: Sequence[str]) -> None:
         print(f"\n{suite}: {len(chosen)} questions (rows {rows[0]}-{rows[-1]})")
         print(f"{'rule':<58} {'right':>9} {'s mean':>7} {'median':>7} {'p90':>6} {'tokens':>7} {'sure':>5} {'sure right':>10}")
         candidates = [(r, _candidates(r, frames)) for r in chosen]
-        for name, rule in _rules(suite == "dataframes").items():
+        for name, rule in _rules(suite in DATA_SUITES).items():
             right, seconds, tokens, sure, sure_right = 0, [], [], 0, 0
             for record, views in candidates:
                 winner, is_sure, used = rule(views, record)
@@ -323,7 +335,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     commands = parser.add_subparsers(dest="command", required=True)
     run = commands.add_parser("collect")
-    run.add_argument("--suite", choices=("gsm8k", "dataframes"), required=True)
+    run.add_argument("--suite", choices=("gsm8k", *DATA_SUITES), required=True)
     run.add_argument("--offset", type=int, default=0)
     run.add_argument("--limit", type=int, default=None)
     run.add_argument("--out", default=None)

@@ -121,6 +121,26 @@ DATA_IDIOMS: tuple[DataExample, ...] = (
         "print(len(long_park))",
         1,
     ),
+    # Charts: print the table the chart shows (the user sees the numbers, and the vote can compare
+    # them), then draw that table, titled and labelled from the question.
+    DataExample(
+        "Draw a bar chart of the total minutes of each station.",
+        "minutes_per_station = trips.groupby(\"station\")[\"minutes\"].sum()\n"
+        "print(minutes_per_station)\n"
+        "ax = minutes_per_station.plot.bar(title=\"Total minutes of each station\")\n"
+        "ax.set_xlabel(\"station\")\n"
+        "ax.set_ylabel(\"total minutes\")",
+        "station\nCentral    62.0\nHarbour    27.5\nPark       49.0\nName: minutes, dtype: float64",
+    ),
+    DataExample(
+        "Plot the number of trips per month as a line chart.",
+        "trips_per_month = trips.groupby(trips[\"start\"].dt.to_period(\"M\"))[\"trip_id\"].count()\n"
+        "print(trips_per_month)\n"
+        "ax = trips_per_month.plot(title=\"Number of trips per month\", marker=\"o\")\n"
+        "ax.set_xlabel(\"month\")\n"
+        "ax.set_ylabel(\"trips\")",
+        "start\n2025-03    3\n2025-04    3\n2025-05    2\nFreq: M, Name: trip_id, dtype: int64",
+    ),
     DataExample(
         "What is the total length in minutes of the trips from stations in the North zone? Match trips to "
         "stations by station. Print just the number.",

@@ -6,6 +6,7 @@ from typing import Any
 
 from ..kernels import ExecutionResult
 from .answers import numbers_match, parse_number, reference_answer
+from .charts import draws
 from .records import ProgramAnswer
 
 
@@ -13,8 +14,14 @@ def question_of(row: dict[str, Any]) -> str:
     return str(row.get("question") or row.get("input") or "")
 
 
-def expected_of(row: dict[str, Any]) -> float | str | None:
-    """The reference: a number, a text answer, or "figure"."""
+Expected = float | str | dict[str, Any] | None
+
+
+def expected_of(row: dict[str, Any]) -> Expected:
+    """The reference: a number, a text answer, the series a chart must draw ({"kind", "points"}:
+    :func:`pal_jupyter.engine.charts.draws`), or "figure" (any figure will do)."""
+    if row.get("chart"):
+        return dict(row["chart"])
     if row.get("figure"):
         return "figure"
     if isinstance(row.get("answer"), str) and "####" not in row["answer"] and parse_number(row["answer"]) is None:
@@ -22,7 +29,9 @@ def expected_of(row: dict[str, Any]) -> float | str | None:
     return reference_answer(row)
 
 
-def is_correct(answer: ProgramAnswer | None, execution: ExecutionResult | None, expected: float | str | None) -> bool:
+def is_correct(answer: ProgramAnswer | None, execution: ExecutionResult | None, expected: Expected) -> bool:
+    if isinstance(expected, dict):
+        return execution is not None and execution.ok and draws(execution.charts, expected)
     if expected == "figure":
         return execution is not None and execution.ok and (execution.has_mime("image/png") or execution.has_mime("image/svg+xml"))
     if answer is None or expected is None:

@@ -22,7 +22,8 @@ from ..backends import ChatMessage
 from ..kernels import ExecutionResult
 from . import data_look, retrieval
 from .data_examples import DATA_EXAMPLES, DATA_IDIOMS, DataExample, example_frames, example_trips
-from .records import IGNORES, IGNORES_PERIOD, NUMBER_FOR_NAME, PRINTED_NOTHING, TABLE_FOR_NUMBER
+from .charts import asks_for_chart
+from .records import DREW_NO_DATA, IGNORES, IGNORES_PERIOD, NUMBER_FOR_NAME, PRINTED_NOTHING, TABLE_FOR_NUMBER
 
 SYSTEM = (
     "You are a patient Python tutor. You answer questions by writing a short Python program "
@@ -323,12 +324,23 @@ DATA_INSTRUCTIONS = (
 )
 
 
+# A chart is checked by the data it draws (engine.charts): the table printed first shows the user
+# the numbers, and the title and labels say what the chart shows.
+CHART_INSTRUCTIONS = (
+    "These variables already exist in the program's Python session, holding the user's real "
+    "data. Use them as they are: do not create them, load them from files, or replace them "
+    "with sample data. Compute the table the chart shows and print it, then draw the chart from "
+    "that table, with a title and axis labels taken from the question."
+)
+
+
 def _question_text(question: str, variables: Mapping[str, Any] | None, look: str | None = None) -> str:
     """The question, and for one about the user's variables what they hold (and the data look's
     output, once there is one: :mod:`.data_look`)."""
     if not variables:
         return question
-    text = f"{question}\n\n{DATA_INSTRUCTIONS}\n{describe_variables(variables)}"
+    instructions = CHART_INSTRUCTIONS if asks_for_chart(question) else DATA_INSTRUCTIONS
+    text = f"{question}\n\n{instructions}\n{describe_variables(variables)}"
     return f"{text}\n\n{data_look.look_text(look)}" if look else text
 
 
@@ -452,6 +464,10 @@ def _no_answer_feedback(off_target: str, printed: str) -> str:
         return (f"The program ran and printed a table:\n{printed}\nbut the question asks for one number. "
                 "Reduce the table to a single value (for example with .sum(), .iloc[0] or .item()) and "
                 "print just that number.")
+    if off_target == DREW_NO_DATA:
+        return (f"The program ran and drew a chart, but it {off_target}. Compute the table to plot first, in "
+                "one step from the rows (for example frame.assign(value=frame['a'] * frame['b'])"
+                ".groupby('group')['value'].sum()), print it to see its values, then plot that table.")
     if off_target.startswith(NUMBER_FOR_NAME):
         return (f"The program ran and printed:\n{printed}\nbut it {off_target}. Print the name itself: take it "
                 "from the index of a grouped result (for example frame.groupby('city')['value'].sum().idxmax()), "

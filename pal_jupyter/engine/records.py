@@ -36,7 +36,7 @@ class ProgramAnswer:
     """What one program answered (read by :func:`pal_jupyter.engine.vote.read_answer`)."""
 
     kind: str  # "number", "text", "table" or "figure"
-    text: str  # for people: the last line printed, or "a table (5 lines)" / "a figure"
+    text: str  # for people: the last line printed, "a table (5 lines)", "a bar chart (East 134, ...)"
     value: float | None = None  # the number, for kind "number"
     key: str = ""  # what equal answers share (numbers compare by value instead)
 
@@ -51,6 +51,9 @@ class ProgramAnswer:
 #: Why a program that ran cleanly gave no usable answer (``Attempt.off_target``), as "The program ...".
 TABLE_FOR_NUMBER = "printed a table, but the question asks for one number"
 PRINTED_NOTHING = "printed nothing"
+DREW_NO_DATA = ("drew a chart with no data in it (every value it plots is missing or zero): check that the values "
+                "line up with their labels (multiplying columns of tables with different indexes gives NaN)")
+NO_DATA_KEY = "no data"  # the ProgramAnswer key of a chart that drew no data (engine.charts)
 
 
 def no_value(printed: str) -> str:
@@ -148,7 +151,13 @@ class Vote:
             return f"none of the {self.candidates} programs printed an answer"
         if self.candidates == 1:
             return "one program (not cross-checked)"
-        return f"{self.votes} of {self.candidates} programs agree"
+        return f"{self.votes} of {self.candidates} programs {self.agreeing}"
+
+    @property
+    def agreeing(self) -> str:
+        """What the agreeing programs did: 'agree', or for charts 'draw the same chart data'."""
+        charts = self.winner is not None and self.winner.answer.kind == "figure" and self.winner.answer.key != "figure"
+        return "draw the same chart data" if charts else "agree"
 
 
 @dataclass
@@ -209,7 +218,8 @@ class Attempt:
     def error_type(self) -> str | None:
         """A short label for what went wrong: exception name, stop reason, NoCode, ReplacedData,
         NoOutput (it ran and printed nothing), MissingValue (it printed nan or None), NotANumber (a
-        table where one number was asked for), NotAName (a number where a name was asked for),
+        table where one number was asked for), NotAName (a number where a name was asked for), EmptyChart
+        (a chart that drew no data),
         IgnoresFilter (it never uses a value or a period of the data the question names) or WrongAnswer."""
         if self.code is None:
             return "NoCode"
@@ -226,7 +236,8 @@ class Attempt:
                 return "IgnoresFilter"
             if self.off_target.startswith(NUMBER_FOR_NAME):
                 return "NotAName"
-            return {PRINTED_NOTHING: "NoOutput", TABLE_FOR_NUMBER: "NotANumber"}.get(self.off_target, "MissingValue")
+            return {PRINTED_NOTHING: "NoOutput", TABLE_FOR_NUMBER: "NotANumber",
+                    DREW_NO_DATA: "EmptyChart"}.get(self.off_target, "MissingValue")
         return "WrongAnswer" if self.correct is False else None
 
 

@@ -11,7 +11,10 @@ How answers are compared:
   when their text is, with numbers rounded to 6 significant digits. A table is never read as a
   number: the ``dtype: float64`` footer of a Series is not the answer 64;
 * **text** answers (``East``) are equal ignoring case, surrounding quotes and punctuation;
-* **figures**: a program that only drew a plot answers "a figure", and all figures agree.
+* **charts** compare by the data they draw (:mod:`.charts`), read back in the program's kernel; a
+  chart that draws no data (all NaN or zero) is no answer. What a chart draws is its program's
+  answer even when it printed the table too. A figure whose data could not be read (the program
+  closed it) answers "a figure", and such figures agree with each other only.
 
 Programs that ran but gave no usable answer do not vote, and are fed back for repair when no
 program of the round answered (:func:`mark_off_target`): a program that printed nothing, one that
@@ -36,9 +39,10 @@ import re
 from collections.abc import Sequence
 
 from .answers import parse_number
+from .charts import chart_answer
 from ..kernels import ExecutionResult
 from .filters import NamedPeriod, NamedValue, ignored_values
-from .records import (PRINTED_NOTHING, TABLE_FOR_NUMBER, Attempt, ProgramAnswer, Session, Vote, VoteGroup,
+from .records import (DREW_NO_DATA, NO_DATA_KEY, PRINTED_NOTHING, TABLE_FOR_NUMBER, Attempt, ProgramAnswer, Session, Vote, VoteGroup,
                       WeakVote, ignores, ignores_period, no_value, number_for_name)
 
 _SERIES_FOOTER = re.compile(r"^(?:Name: .*, )?(?:Length: \d+, )?dtype: \w+$")
@@ -95,6 +99,8 @@ def read_answer(result: ExecutionResult | None) -> ProgramAnswer | None:
     """The answer a finished program gave, or None when it failed or showed nothing."""
     if result is None or not result.ok:
         return None
+    if result.charts is not None:
+        return chart_answer(result.charts)
     printed = result.text_output().strip()
     frame_value = any(
         b.get("output_type") == "execute_result" and "text/html" in b.get("data", {}) for b in result.outputs
@@ -164,6 +170,8 @@ def asks_for_name(question: str) -> bool:
 def _no_answer(answer: ProgramAnswer | None, tables_out: bool) -> str | None:
     if answer is None:
         return PRINTED_NOTHING
+    if answer.kind == "figure" and answer.key == NO_DATA_KEY:
+        return DREW_NO_DATA
     if answer.kind == "text" and answer.text.strip().strip("'\"").casefold() in _MISSING_VALUES:
         return no_value(answer.text.strip())
     if answer.kind == "table" and tables_out:
@@ -274,10 +282,11 @@ def doubt_message(session: Session) -> str:
     if vote is None or vote.winner is None or confidence in ("single", "none"):
         return ""
     words = f" {second_opinion_note(vote)}" if vote.second_opinion is not None else ""
+    agreeing = "agree on this answer" if vote.agreeing == "agree" else vote.agreeing
     if confidence == "high":
-        return f"{vote.votes} of {vote.candidates} programs, written independently, agree on this answer.{words}"
+        return f"{vote.votes} of {vote.candidates} programs, written independently, {agreeing}.{words}"
     if confidence == "medium":
-        return (f"{vote.votes} of {vote.candidates} programs agree on this answer, but not all: "
+        return (f"{vote.votes} of {vote.candidates} programs {agreeing}, but not all: "
                 f"check the steps before you rely on it.{words}")
     return (f"I am not sure: the programs disagree ({competing_answers(vote)}).{words} Work through the "
             "question yourself, or ask your teacher which answer is right.")

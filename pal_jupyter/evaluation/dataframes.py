@@ -6,10 +6,13 @@ readings for three cities with missing rain). Each question hands the program on
 it needs, exactly as ``%%pal --use sales,customers`` does, and its reference answer is computed
 here with pandas from the same frames, so answers stay right whatever the random data is.
 
-Categories: filters, groupby, merges, dates, pivots, missing values, and "plot ..." questions,
-which are right when the winning program draws a figure.
+Categories: filters, groupby, merges, dates, pivots, missing values, and charts, which are right
+when the chart the winning program draws shows the reference's data (read back in its kernel:
+:mod:`pal_jupyter.engine.charts`). ``CHARTS`` is a suite of its own: 22 chart questions (bar, line,
+scatter, histogram, pie; groupby, filters, dates, missing values), the first five of which are
+also in the DataFrame suite.
 
-Run it with ``pal-jupyter bench --data dataframes``.
+Run them with ``pal-jupyter bench --data dataframes`` and ``--data charts``.
 """
 
 from __future__ import annotations
@@ -26,11 +29,7 @@ class DataQuestion:
     category: str
     question: str
     uses: tuple[str, ...]  # the frames handed to the program
-    reference: Callable[[dict[str, Any]], Any] | None  # frames -> answer; None for plots
-
-    @property
-    def is_plot(self) -> bool:
-        return self.reference is None
+    reference: Callable[[dict[str, Any]], Any]  # frames -> the answer, or the series a chart must draw
 
 
 def build_frames(seed: int = 2026) -> dict[str, Any]:
@@ -84,6 +83,94 @@ def _revenue(s: Any) -> Any:
 
 def _with_customers(f: dict[str, Any]) -> Any:
     return f["sales"].merge(f["customers"], on="customer_id")
+
+
+def _bars(table: Any) -> dict[str, Any]:
+    """The series a bar chart of ``table`` (a Series: labels -> heights) draws."""
+    return {"kind": "bars", "points": [[str(label), float(value)] for label, value in table.items()]}
+
+
+def _line(table: Any) -> dict[str, Any]:
+    return {"kind": "line", "points": [[str(x), float(y)] for x, y in table.items()]}
+
+
+def _pie(table: Any) -> dict[str, Any]:
+    return {**_bars(table), "kind": "pie"}
+
+
+def _scatter(xs: Any, ys: Any) -> dict[str, Any]:
+    return {"kind": "scatter", "points": [[float(x), float(y)] for x, y in zip(xs, ys)]}
+
+
+def _histogram(values: Any, bins: int) -> dict[str, Any]:
+    import numpy as np
+
+    counts, edges = np.histogram(values.dropna(), bins=bins)
+    return {"kind": "bars", "points": [[float((a + b) / 2), float(c)] for a, b, c in zip(edges, edges[1:], counts)]}
+
+
+def _monthly(s: Any, values: Any, how: str = "sum") -> Any:
+    return values.groupby(s["date"].dt.to_period("M")).agg(how)
+
+
+def _age_against_units(f: dict[str, Any]) -> dict[str, Any]:
+    per_customer = f["sales"].groupby("customer_id").units.sum().rename("units").reset_index()
+    joined = per_customer.merge(f["customers"], on="customer_id").dropna(subset=["age"])
+    return _scatter(joined.age, joined.units)
+
+
+# Chart questions: right when the chart the program draws shows the reference's data (engine.charts:
+# bars and pies by their values, lines by their values in x order, scatters by their points).
+CHARTS: tuple[DataQuestion, ...] = (
+    DataQuestion("chart", "Plot the total revenue (units times unit_price) per month from sales as a line chart.",
+                 ("sales",), lambda f: _line(_monthly(f["sales"], _revenue(f["sales"])))),
+    DataQuestion("chart", "Draw a bar chart of the total units per region.", ("sales",),
+                 lambda f: _bars(f["sales"].groupby("region").units.sum())),
+    DataQuestion("chart", "Plot Oslo's daily temperature over time.", ("weather",),
+                 lambda f: _line(f["weather"][f["weather"].city == "Oslo"].set_index("date").temp_c)),
+    DataQuestion("chart", "Make a histogram of the units per order with 10 bins.", ("sales",),
+                 lambda f: _histogram(f["sales"].units, 10)),
+    DataQuestion("chart", "Draw a scatter plot with each customer's age on the x axis and the total units they "
+                 "bought on the y axis (match orders to customers by customer_id).", ("sales", "customers"),
+                 _age_against_units),
+    DataQuestion("chart", "Draw a bar chart of the number of orders of each product.", ("sales",),
+                 lambda f: _bars(f["sales"]["product"].value_counts())),
+    DataQuestion("chart", "Draw a bar chart of the average units per order in each region.", ("sales",),
+                 lambda f: _bars(f["sales"].groupby("region").units.mean())),
+    DataQuestion("chart", "Draw a pie chart of the share of orders from each region.", ("sales",),
+                 lambda f: _pie(f["sales"].region.value_counts())),
+    DataQuestion("chart", "Draw a horizontal bar chart of the total revenue (units times unit_price) of each product.",
+                 ("sales",), lambda f: _bars(_revenue(f["sales"]).groupby(f["sales"]["product"]).sum())),
+    DataQuestion("chart", "Plot the number of orders per month as a line chart.", ("sales",),
+                 lambda f: _line(_monthly(f["sales"], f["sales"].order_id, "count"))),
+    DataQuestion("chart", "Draw a bar chart of the total rain_mm of each city (skip missing readings).", ("weather",),
+                 lambda f: _bars(f["weather"].groupby("city").rain_mm.sum())),
+    DataQuestion("chart", "Plot Lima's daily rain_mm over time as a line chart, counting a missing reading as 0.",
+                 ("weather",),
+                 lambda f: _line(f["weather"][f["weather"].city == "Lima"].set_index("date").rain_mm.fillna(0))),
+    DataQuestion("chart", "Draw a bar chart of the average temp_c of each city in April 2025.", ("weather",),
+                 lambda f: _bars(f["weather"][f["weather"].date.dt.month == 4].groupby("city").temp_c.mean())),
+    DataQuestion("chart", "Make a histogram of the customers' ages with 5 bins (leave out missing ages).",
+                 ("customers",), lambda f: _histogram(f["customers"].age, 5)),
+    DataQuestion("chart", "Draw a bar chart of the number of customers in each city.", ("customers",),
+                 lambda f: _bars(f["customers"].city.value_counts())),
+    DataQuestion("chart", "Draw a pie chart of each product's share of the total revenue (units times unit_price).",
+                 ("sales",), lambda f: _pie(_revenue(f["sales"]).groupby(f["sales"]["product"]).sum())),
+    DataQuestion("chart", "Draw a bar chart of the total units of Gadget sold in each region.", ("sales",),
+                 lambda f: _bars(f["sales"][f["sales"]["product"] == "Gadget"].groupby("region").units.sum())),
+    DataQuestion("chart", "Draw a scatter plot of the orders with units on the x axis and unit_price on the y axis.",
+                 ("sales",), lambda f: _scatter(f["sales"].units, f["sales"].unit_price)),
+    DataQuestion("chart", "Draw a bar chart of the number of orders placed on each day of the week.", ("sales",),
+                 lambda f: _bars(f["sales"].date.dt.day_name().value_counts())),
+    DataQuestion("chart", "Plot the average temp_c of the three cities for each day as a line chart.", ("weather",),
+                 lambda f: _line(f["weather"].groupby("date").temp_c.mean())),
+    DataQuestion("chart", "Draw a bar chart of the total revenue (units times unit_price) of each region in "
+                 "March 2025.", ("sales",),
+                 lambda f: _bars(_revenue(f["sales"])[f["sales"].date.dt.month == 3].groupby(f["sales"].region).sum())),
+    DataQuestion("chart", "Draw a bar chart of the number of customers in each segment.", ("customers",),
+                 lambda f: _bars(f["customers"].segment.value_counts())),
+)
+CHARTS_IN_SUITE = CHARTS[:5]  # the DataFrame suite's own chart questions
 
 
 QUESTIONS: tuple[DataQuestion, ...] = (
@@ -190,31 +277,27 @@ QUESTIONS: tuple[DataQuestion, ...] = (
                  lambda f: f["weather"].groupby("city").temp_c.mean().idxmin()),
     DataQuestion("groupby", "What is the average daily rain_mm in Oslo over the days that have a reading?" + NUMBER,
                  ("weather",), lambda f: f["weather"][f["weather"].city == "Oslo"].rain_mm.mean()),
-    # ---------------------------------------------------------------- plots
-    DataQuestion("plot", "Plot the total revenue (units times unit_price) per month from sales as a line chart.",
-                 ("sales",), None),
-    DataQuestion("plot", "Draw a bar chart of the total units per region.", ("sales",), None),
-    DataQuestion("plot", "Plot Oslo's daily temperature over time.", ("weather",), None),
-    DataQuestion("plot", "Make a histogram of the units per order.", ("sales",), None),
-    DataQuestion("plot", "Draw a scatter plot of each customer's age against the total units they bought "
-                 "(match orders to customers by customer_id).", ("sales", "customers"), None),
+    # ---------------------------------------------------------------- charts
+    *CHARTS_IN_SUITE,
 )
+SUITES = {"dataframes": QUESTIONS, "charts": CHARTS}
 
 
-def suite_rows(seed: int = 2026) -> list[dict[str, Any]]:
-    """The questions as benchmark rows: question, the frames it may use, and the reference."""
+def suite_rows(seed: int = 2026, suite: str = "dataframes") -> list[dict[str, Any]]:
+    """A suite's questions as benchmark rows: question, the frames it may use, and the reference
+    (a number, a name, or for a chart the series it must draw, under ``chart``)."""
     frames = build_frames(seed)
     rows = []
-    for item in QUESTIONS:
+    for item in SUITES[suite]:
         row: dict[str, Any] = {
             "question": item.question,
             "category": item.category,
             "variables": {name: frames[name].copy() for name in item.uses},
         }
-        if item.is_plot:
-            row["figure"] = True
+        value = item.reference(frames)
+        if isinstance(value, dict):
+            row["chart"] = value
         else:
-            value = item.reference(frames)  # type: ignore[misc]
             row["answer"] = value if isinstance(value, str) else float(value)
         rows.append(row)
     return rows

@@ -2,7 +2,8 @@
 
 Each row needs a question (``question`` or ``input``) and an answer: GSM8K's ``answer`` with
 '#### n', a numeric ``target`` as in GSM-Hard, a plain ``answer`` (number or text), or
-``"figure": true`` for "plot ..." questions (correct when the winning program drew a figure).
+``"chart": {"kind", "points"}`` for a chart question (correct when the winning program's chart draws
+that data: :func:`pal_jupyter.engine.charts.draws`), or ``"figure": true`` (any figure will do).
 Rows may carry ``variables`` (name -> object, e.g. DataFrames), handed to the program as
 ``%%pal --use`` would (see :mod:`pal_jupyter.evaluation.dataframes`).
 
@@ -112,15 +113,15 @@ class QuestionResult:
 
 
 def read_rows(path: str | Path, limit: int | None = None, offset: int = 0) -> list[dict[str, Any]]:
-    """Rows of a JSONL file, or of a built-in suite by name (``dataframes``).
+    """Rows of a JSONL file, or of a built-in suite by name (``dataframes``, ``charts``).
 
     A file that is missing, not UTF-8, or has a line that is not a JSON object with a question
     is a PalError naming the line: a benchmark that silently scores broken rows as wrong lies.
     """
-    if str(path) == "dataframes":
+    if str(path) in ("dataframes", "charts"):
         from .dataframes import suite_rows
 
-        rows = suite_rows()[offset:]
+        rows = suite_rows(suite=str(path))[offset:]
         return rows[:limit] if limit is not None else rows
     rows = []
     try:

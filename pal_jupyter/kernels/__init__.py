@@ -1,6 +1,7 @@
 """Child kernels: each generated program runs in a fresh, resource-limited IPython kernel.
 
-Layers, each importing only those before it: ``results`` (what a run produced), ``tracebacks``
+Layers, each importing only those before it: ``charts`` (what a program's figures draw, read
+back by ``figure_reader``, which runs inside the kernel), ``results`` (what a run produced), ``tracebacks``
 (IPython's made plain), ``processes``, ``environment``, ``cgroups``, ``sandbox`` (bubblewrap)
 <- ``limits`` (:class:`ExecutorLimits`) <- ``launch`` (the kernel's command and environment),
 ``transfer`` (variables in), ``outputs`` (what a program shows) <- ``kernel``
@@ -8,11 +9,12 @@ Layers, each importing only those before it: ``results`` (what a run produced), 
 entry point.
 """
 
+from .charts import Chart, Series
 from .kernel import ChildKernel
 from .limits import ExecutorLimits
 from .pool import KernelPool, sweep_leftovers
 from .results import ErrorInfo, ExecutionResult, StopReason
 from .transfer import pickling_problem
 
-__all__ = ["ChildKernel", "ErrorInfo", "ExecutionResult", "ExecutorLimits", "KernelPool", "StopReason",
+__all__ = ["Chart", "ChildKernel", "ErrorInfo", "ExecutionResult", "ExecutorLimits", "KernelPool", "Series", "StopReason",
            "pickling_problem", "sweep_leftovers"]

@@ -32,6 +32,7 @@ from jupyter_client.blocking import BlockingKernelClient
 
 from ..errors import KernelError, VariableError
 from . import cgroups
+from .charts import CHARTS_EXPRESSION, Chart, parse_charts, reader_expression
 from .launch import LimitedKernelManager, kernel_env, kernel_spec, setup_code
 from .limits import ExecutorLimits, describe_exit
 from .outputs import OutputCallback, OutputCollector
@@ -264,9 +265,11 @@ class ChildKernel:
             raise KernelError("This kernel has been shut down; start a new one.")
         return self._kc
 
-    def _execute_quiet(self, code: str, deadline: float) -> dict[str, Any]:
+    def _execute_quiet(self, code: str, deadline: float, user_expressions: dict[str, str] | None = None
+                       ) -> dict[str, Any]:
         """Run setup code silently (no history, no outputs) and return the shell reply content."""
-        msg_id = self.client.execute(code, silent=True, store_history=False, allow_stdin=False)
+        msg_id = self.client.execute(code, silent=True, store_history=False, allow_stdin=False,
+                                     user_expressions=user_expressions)
         while True:
             remaining = deadline - time.monotonic()
             if remaining <= 0:
@@ -334,15 +337,29 @@ class ChildKernel:
             # sockets are gone, and zmq says so in its own words.
             raise KernelError("The program's kernel was shut down while the program ran (its pool was closed).") \
                 from None
+        duration = time.monotonic() - started
+        showed_figure = any(mime.startswith("image/") for b in collector.outputs for mime in b.get("data", {}))
         return ExecutionResult(
             reason=reason,
             stdout=collector.text("stdout"),
             stderr=collector.text("stderr"),
             outputs=collector.outputs,
             error=error,
-            duration_s=time.monotonic() - started,
+            duration_s=duration,
             truncated=collector.truncated,
+            charts=self._read_charts() if reason is StopReason.OK and showed_figure else None,
         )
+
+    def _read_charts(self) -> list[Chart] | None:
+        """What the program's open figures draw (:mod:`.charts`); None when they cannot be read."""
+        try:
+            reply = self._execute_quiet("", time.monotonic() + SETUP_TIMEOUT_S,
+                                        user_expressions={CHARTS_EXPRESSION: reader_expression()})
+        except KernelError as exc:  # the figures' data is a bonus: the run's result stands without it
+            logger.info("figures not read back: %s", exc)
+            return None
+        # No open figure after one was shown: the program closed it; what it drew is not known.
+        return parse_charts(reply.get("user_expressions", {}).get(CHARTS_EXPRESSION, {})) or None
 
     def _collect(
         self, msg_id: str, collector: OutputCollector, started: float

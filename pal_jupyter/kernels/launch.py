@@ -104,7 +104,7 @@ def kernel_env(extra_env: Mapping[str, str] | None, runtime_dir: str, workdir: s
 
 
 def setup_code(warm_imports: tuple[str, ...]) -> str:
-    """Silent first execute: plain tracebacks and the slow imports, leaving globals clean."""
+    """Silent first execute: plain tracebacks, the slow imports and figures kept open, leaving globals clean."""
     return (
         "%colors nocolor\n"
         "%xmode Plain\n"
@@ -117,4 +117,12 @@ def setup_code(warm_imports: tuple[str, ...]) -> str:
         "            pass\n"
         f"__pal_warm({list(warm_imports)!r})\n"
         "del __pal_warm\n"
+        # Figures stay open after the program, so that what they draw can be read back (.charts);
+        # each kernel runs one program, so nothing carries over to another.
+        "try:\n"
+        "    from matplotlib_inline.backend_inline import set_matplotlib_close as __pal_close\n"
+        "    __pal_close(False)\n"
+        "    del __pal_close\n"
+        "except ImportError:\n"
+        "    pass\n"
     )

@@ -6,6 +6,8 @@ import enum
 from dataclasses import dataclass, field
 from typing import Any
 
+from .charts import Chart
+
 
 class StopReason(str, enum.Enum):
     """Why a program run ended."""
@@ -39,6 +41,9 @@ class ExecutionResult:
     error: ErrorInfo | None = None
     duration_s: float = 0.0
     truncated: bool = False  # output was cut at the cap
+    # What the program's figures draw (.charts), read back when it ran cleanly and showed a figure;
+    # None when it showed none, or they could not be read (closed by the program, say).
+    charts: list[Chart] | None = None
 
     @property
     def ok(self) -> bool:
