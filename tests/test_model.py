@@ -581,3 +581,17 @@ def test_cli_reports_a_missing_model_in_one_line(tmp_path):
     errors = [line for line in result.stderr.splitlines() if line.startswith("pal-jupyter:")]
     assert errors == ["pal-jupyter: No model at /nonexistent: the path does not exist."]
     assert re.fullmatch(r"(Loading model '/nonexistent' \.\.\.\n)?pal-jupyter: .*\n", result.stderr), result.stderr
+
+
+def test_solve_loads_the_model_with_every_setting_it_is_given(tiny_model_dir, tmp_path):
+    """solve() loads through Settings.load_model, as the notebook and the command line do: the runtime,
+    the adapter and the device it is given take effect (they were once dropped for the name alone)."""
+    from pal_jupyter import solve
+
+    with pytest.raises(ModelLoadError, match="--backend llamacpp cannot run"):
+        solve("What is 2 + 2?", model=str(tiny_model_dir), backend="llamacpp")
+    with pytest.raises(ModelLoadError, match=str(tmp_path / "no-adapter")):
+        solve("What is 2 + 2?", model=str(tiny_model_dir), adapter=str(tmp_path / "no-adapter"), backend="torch")
+    if not torch.cuda.is_available():
+        with pytest.raises(ModelLoadError, match=r"No usable CUDA GPU for device 'cuda'"):
+            solve("What is 2 + 2?", model=str(tiny_model_dir), device="cuda", backend="torch")

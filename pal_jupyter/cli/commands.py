@@ -12,7 +12,7 @@ from pathlib import Path
 from collections.abc import Callable
 from typing import Any, NoReturn
 
-from ..backends import choose_runtime, load_model, presets
+from ..backends import choose_runtime, presets
 from ..backends.huggingface import resolve_device, resolve_dtype
 from ..engine import prompts
 from ..engine.console import ConsoleObserver
@@ -234,8 +234,7 @@ def _load(settings: Settings, dtype: str | None = None, backend: str | None = No
             print(f"First use of {model!r} with transformers: converting the model once into "
                   f"{presets.cache_dir()} (about 1-2 minutes) ...", file=sys.stderr, flush=True)
     print(f"Loading model {model!r} ...", file=sys.stderr, flush=True)
-    loaded = load_model(model, device=settings.device, dtype=dtype, adapter=settings.adapter, backend=backend,
-                        server_timeout=settings.server_timeout)
+    loaded = settings.load_model(dtype=dtype, backend=backend)
     runtime = getattr(loaded, "runtime", f"{loaded.device} ({loaded.dtype})")
     reason = getattr(loaded, "runtime_reason", "")
     print(f"Model ready in {loaded.load_seconds:.1f} s: {runtime}" + (f"; {reason}" if reason else ""),

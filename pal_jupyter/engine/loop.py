@@ -24,7 +24,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
-from ..backends import Generation, GenerationOptions, ModelBackend, generate_candidates, load_model
+from ..backends import Generation, GenerationOptions, ModelBackend, generate_candidates
 from ..errors import EmptyQuestionError, KernelError, NoCodeError, PalError
 from ..kernels import ExecutionResult, ExecutorLimits, KernelPool, pickling_problem
 from . import data_look, prompts, reasoning, views
@@ -150,7 +150,10 @@ def solve(
     writer = TraceWriter(trace) if isinstance(trace, (str, Path)) else trace
     with _pool(executor, limits) as pool:  # starts warming kernels while the model loads
         pool.ensure_warm(2 if careful else samples)
-        backend = load_model(model or settings.model) if model is None or isinstance(model, str) else model
+        if model is None or isinstance(model, str):
+            backend = dataclasses.replace(settings, model=model or settings.model).load_model()
+        else:
+            backend = model
         session = Session(
             id=uuid.uuid4().hex[:12],
             question=question,

@@ -16,7 +16,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from ..backends import BACKENDS, SAMPLE_TEMPERATURE, GenerationOptions
+from ..backends import BACKENDS, SAMPLE_TEMPERATURE, GenerationOptions, ModelBackend, load_model
 from ..errors import SettingError
 from ..kernels import ExecutorLimits
 from ..kernels.sandbox import readable_refusal
@@ -253,6 +253,13 @@ class Settings:
     def from_object(cls, source: Any, names: Iterable[str] = OPTIONS) -> Settings:
         """Settings from attributes of the same names (traitlets, an argparse namespace)."""
         return cls(**{name: getattr(source, name) for name in names if hasattr(source, name)})
+
+    def load_model(self, dtype: str | None = None, backend: str | None = None) -> ModelBackend:
+        """The model these settings name, with their device, dtype, runtime, adapter and server timeout
+        (``dtype`` and ``backend`` override theirs): how solve(), the notebook and the command line
+        all load a model."""
+        return load_model(self.model, device=self.device, dtype=dtype or self.dtype, adapter=self.adapter,
+                          backend=backend or self.backend, server_timeout=self.server_timeout)
 
     def generation(self) -> GenerationOptions:
         return GenerationOptions(max_new_tokens=self.max_new_tokens, temperature=self.temperature, seed=self.seed)
