@@ -205,16 +205,16 @@ def test_the_tutor_does_not_guide_towards_an_answer_its_programs_disagree_on(tmp
         assert reply["status"] == "ok", text_of(outputs)
         final = [o for o in outputs if o["output_type"] == "update_display_data"][-1]["data"]
         text = final["text/plain"]
-        assert "I am not sure about this one: I wrote 3 programs and they disagree" in text
-        assert "1 says 150, 1 says 149 and 1 says 148" in text and "talk them through with your teacher" in text
+        assert "I am not sure about this one: my 3 programs found 3 different answers." in text
+        assert "talk them through with your teacher" in text and not re.search(r"\b(150|149|148)\b", text)
         assert "Approach A (1 of 3 programs)" in text and "Approach C (1 of 3 programs)" in text
-        assert "x = ___" in text and not re.search(r"\b(150|149|148)\b", text.split("programs)", 1)[1])
+        assert "x = ___" in text
         assert "Hint 1" not in text and not [p for p in reply["payload"] if p["source"] == "set_next_input"]
         reply, outputs = kernel.run("%pal_hint")
         assert "No hints for this question" in text_of(outputs)
         gave_up = log_events(tmp_path)[-1]
         assert gave_up["event"] == "gave_up" and gave_up["agreement"] == pytest.approx(1 / 3)
-        assert gave_up["details"]["reason"] == "programs disagree"
+        assert gave_up["details"] == {"reason": "programs disagree", "votes": [1, 1, 1]}  # no answer, not even here
         # A question its programs agree on gets hints as usual, and the log records the agreement.
         reply, outputs = kernel.run("%%pal --method vote --samples 3\nNatalia sold 48 clips in April and half as many in May. How many?")
         final = [o for o in outputs if o["output_type"] == "update_display_data"][-1]["data"]["text/plain"]

@@ -29,7 +29,7 @@ from ..backends import ChatMessage, GenerationOptions, ModelBackend
 from ..engine import prompts
 from ..engine.answers import numbers_match, parse_number
 from ..engine.extraction import clean_explanation, extract_code
-from ..engine.records import Session
+from ..engine.records import ProgramAnswer, Session
 from ..errors import NoCodeError
 from ..kernels import ExecutionResult, ExecutorLimits, KernelPool
 from .error_hints import located_error, plain_hint, typo_hint
@@ -145,10 +145,11 @@ def scrub_answer(text: str, answer: float | None) -> str:
     def replace(match: re.Match[str]) -> str:
         if match.group("marker"):
             return match.group(0)  # "2. How ..." numbers a list; it is not a quantity
-        value = parse_number(match.group("number"))
+        value = parse_number(match.group("number").replace("_", ""))
         return BLANK if numbers_match(value, answer) else match.group(0)
 
-    return re.sub(r"(?m)(?P<marker>^\s*\d+\.(?=\s))|(?P<number>\$?-?\d+(?:,\d{3})*(?:\.\d+)?)", replace, text)
+    # Python's digit separators too: a skeleton's ``total = 4_800`` is the answer 4800.
+    return re.sub(r"(?m)(?P<marker>^\s*\d+\.(?=\s))|(?P<number>\$?-?\d+(?:,\d{3}|_\d+)*(?:\.\d+)?)", replace, text)
 
 
 def skeleton(program: str, answer: float | None = None) -> str:
@@ -200,11 +201,12 @@ class Approach:
 
 def competing_approaches(session: Session, with_skeletons: bool, limit: int = 3) -> list[Approach]:
     """The vote's groups as approaches to discuss with a teacher. No group's answer is given
-    away: computed values are blanked and every competing answer is scrubbed from every skeleton."""
+    away: computed values are blanked and every competing answer, number or words, is scrubbed
+    from every skeleton (a literal ``best = "North"`` or a comment may hold one)."""
     vote = session.vote
     if vote is None:
         return []
-    answers = [g.answer.value for g in vote.groups if g.answer.value is not None]
+    answers = [g.answer for g in vote.groups]
     approaches = []
     for letter, group in zip("ABCDEFGH", vote.groups[:limit]):
         programs = [a.code for a in session.round(vote.round) if a.sample in group.samples and a.code]
@@ -212,9 +214,25 @@ def competing_approaches(session: Session, with_skeletons: bool, limit: int = 3)
         if with_skeletons and programs:
             text = skeleton(min(programs, key=len))
             for answer in answers:
-                text = scrub_answer(text, answer)
+                text = _scrub_candidate(text, answer)
         approaches.append(Approach(f"Approach {letter} ({group.votes} of {vote.candidates} programs)", text))
     return approaches
+
+
+def _scrub_candidate(text: str, answer: ProgramAnswer) -> str:
+    """A number or a text answer blanked; a table or a chart is printed or drawn, never in the code."""
+    if answer.kind == "number":
+        return scrub_answer(text, answer.value)
+    return scrub_words(text, answer.key) if answer.kind == "text" else text
+
+
+def scrub_words(text: str, key: str) -> str:
+    """Blank a text answer (its vote key, ``"east"``) wherever its words stand on their own, in any
+    case and with any punctuation between them, as the vote compares them."""
+    if not key.split():
+        return text
+    words = r"[\s\"'`.,;:!?]+".join(map(re.escape, key.split()))
+    return re.sub(rf"(?<!\w){words}(?!\w)", BLANK, text, flags=re.IGNORECASE)
 
 
 # ---------------------------------------------------------------------- checking a student's code

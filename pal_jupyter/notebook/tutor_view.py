@@ -20,7 +20,7 @@ from IPython.display import display
 from ..classroom.tutor import (TutorPlan, check_code, competing_approaches, explain_error, prepare_hints,
                                scrub_answer)
 from ..engine.loop import SolveObserver
-from ..engine.vote import competing_answers
+from ..engine.records import Vote
 from ..errors import NoCodeError, PalError
 from .error_help import CellRun
 from .runtime import NotebookRuntime, Request
@@ -83,7 +83,7 @@ def run_tutor(runtime: NotebookRuntime, request: Request) -> None:
         return
     if not plan.sure:
         log.gave_up(question_id, tutor_solved=False, agreement=session.agreement,
-                    details={"reason": "programs disagree", "answers": _answers(session)})
+                    details={"reason": "programs disagree", "votes": [g.votes for g in session.vote.groups]})
         _decline_unsure(widget, plan, cap)
         return
     log.record("question", question_id, tutor_solved=True, agreement=session.agreement,
@@ -93,22 +93,23 @@ def run_tutor(runtime: NotebookRuntime, request: Request) -> None:
         reveal_next(runtime, from_button=widget is not None, plan=plan)
 
 
-def _answers(session: Any) -> dict[str, int]:
-    return {g.answer.text: g.votes for g in session.vote.groups} if session.vote else {}
-
-
-def unsure_message(session: Any) -> str:
-    vote = session.vote
-    return (f"I am not sure about this one: I wrote {vote.candidates} programs and they disagree "
-            f"({competing_answers(vote)}). I will not guide you towards an answer I am not sure of. "
-            "These are the approaches my programs took, with the results left blank: talk them "
-            "through with your teacher.")
+def unsure_message(vote: Vote) -> str:
+    """Why no hints follow, counting the competing answers without naming one: a list of them is a
+    multiple-choice key with the right answer likely among it. (The class log, a file the student
+    can read, keeps only the counts too.)"""
+    answers = len(vote.groups)
+    found = "one answer" if answers == 1 else f"{answers} different answers"
+    silent = vote.candidates - sum(g.votes for g in vote.groups)
+    none = f", and {silent} found none" if silent else ""
+    return (f"I am not sure about this one: my {vote.candidates} programs found {found}{none}. I will not "
+            "guide you towards an answer I am not sure of. These are the approaches my programs took, with "
+            "the results left blank: talk them through with your teacher.")
 
 
 def _decline_unsure(widget: TutorWidget | None, plan: TutorPlan, cap: int) -> None:
     """No hints: say why, and show the competing approaches (as skeletons when hints may show code)."""
     approaches = competing_approaches(plan.session, with_skeletons=cap >= 2)
-    message = unsure_message(plan.session)
+    message = unsure_message(plan.session.vote)
     plan.hints = []  # %pal_hint and "Next hint" have nothing to reveal
     if widget is not None:
         widget.set_status(message)
@@ -182,13 +183,17 @@ def run_check(runtime: NotebookRuntime, request: Request) -> None:
     plan = runtime.tutor_plan
     code = request.question  # the cell body is the student's program
     question = plan.question if plan is not None else ""
-    expected = request.expect if request.expect is not None else (plan.answer_value if plan is not None else None)
+    # An answer the tutor is not sure of is no yardstick: "not right" would tell which candidate won.
+    verified = plan if plan is not None and plan.sure else None
+    expected = request.expect
+    if expected is None and verified is not None:
+        expected = verified.answer_value
     question_id = plan.question_id if plan is not None else _new_id("check")
-    result = _check(runtime, request.settings, code, expected, question, plan)
+    result = _check(runtime, request.settings, code, expected, question, verified)
     runtime.classlog.check(question_id, question=question, succeeded=result.passed, error_type=result.error_type,
                            details={"line": result.line})
-    if result.passed and plan is not None:
-        runtime.classlog.solved(question_id, seconds=round(time.time() - plan.started, 1))
+    if result.passed and verified is not None:  # running is not solving when no answer is known
+        runtime.classlog.solved(question_id, seconds=round(time.time() - verified.started, 1))
     display({"text/plain": check_text(result), "text/html": check_html(result)}, raw=True,
             metadata={"pal_jupyter": {"check": result.verdict}})
 
