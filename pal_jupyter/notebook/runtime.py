@@ -18,7 +18,7 @@ from typing import Any
 
 from IPython.display import display
 
-from ..backends import ModelBackend, load_model
+from ..backends import ModelBackend
 from ..classroom.classlog import ClassLog
 from ..classroom.policy import TeacherPolicy
 from ..engine.isolation import fallback_note
@@ -121,8 +121,7 @@ class NotebookRuntime:
             return self._pool
 
     def backend(self, settings: Settings) -> ModelBackend:
-        return load_model(settings.model, device=settings.device, dtype=settings.dtype, adapter=settings.adapter,
-                          backend=settings.backend, server_timeout=settings.server_timeout)
+        return settings.load_model()
 
     @property
     def classlog(self) -> ClassLog:
