@@ -109,7 +109,7 @@ def write_class_folder(folder: Path, model: str, log_dir: Path) -> Path:
 
 
 def hub_config(work: Path, port: int, admin_token: str, jupyter_path: Path, api_base: str) -> str:
-    """jupyterhub_config.py: the class's hub on loopback, as the README shows it."""
+    """jupyterhub_config.py: the class's hub on loopback, as docs/classroom.md shows it."""
     environment = {"JUPYTER_PATH": str(jupyter_path), "PAL_JUPYTER_API_BASE": api_base,
                    "HF_HUB_OFFLINE": "1", "PYTHONPATH": str(ROOT)}  # the checkout under test
     return textwrap.dedent(f"""\

@@ -1,7 +1,7 @@
 """The fault suite: hostile programs under the ``sandbox`` and the ``process`` isolation levels.
 
 Each test runs one kind of hostile program at both levels and checks what happens: the sandbox
-must stop it; the process level documents what a plain child process can still do (the README's
+must stop it; the process level documents what a plain child process can still do (docs/sandbox.md's
 table is this file). The test process plays the user's kernel: its files, its environment and its
 connection file are the targets, and they must come through untouched.
 """

@@ -1,4 +1,4 @@
-# The students' side of a class served by one model server (see the README, "A class on one server").
+# The students' side of a class served by one model server (see docs/classroom.md, "A class on one server").
 #
 # Put this file where every student's kernel reads it and students cannot edit it, e.g. the
 # single-user image's /etc/ipython/ipython_config.py (or {sys.prefix}/etc/ipython/). A student's

@@ -464,7 +464,7 @@ def _with_adapter(model: Any, tokenizer: Any, adapter: str) -> Any:
         model.resize_token_embeddings(len(tokenizer), mean_resizing=False)
     # Folded into the weights: an unmerged adapter runs its LoRA matrices beside every projection
     # and rebuilds the whole embedding matrix for its trainable reward tokens at every token,
-    # which halved the lite model's decoding speed on this CPU (README, "Learning from the interpreter").
+    # which halved the lite model's decoding speed on this CPU (docs/training.md, "Learning from the interpreter").
     return PeftModel.from_pretrained(model, adapter).merge_and_unload()
 
 

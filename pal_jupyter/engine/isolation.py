@@ -13,7 +13,7 @@ from ..kernels.sandbox import bubblewrap_problem, check_level
 
 # The short form of kernels.sandbox.INSTALL_HINT: one line in a terminal or above a widget.
 SANDBOX_HOWTO = ("install bubblewrap (sudo apt-get install bubblewrap) and allow unprivileged user namespaces "
-                 "(see the README's sandbox section), or choose isolation 'process' to accept plain processes")
+                 "(see docs/sandbox.md), or choose isolation 'process' to accept plain processes")
 
 
 def sandbox_fallback(level: str) -> str | None:

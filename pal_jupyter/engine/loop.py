@@ -71,9 +71,10 @@ def weak_vote(vote: Vote) -> bool:
     """Whether a round's answer is too doubtful to stop at: fewer than 3 in 5 of its programs agree,
     and no words answer (:mod:`.reasoning`) agrees with it.
 
-    In the README's GSM8K run (default model, k=5), answers that 1 or 2 of 5 programs agreed on
-    were right 25 % and 22 % of the time, those of 5 of 5 94 %. When the words answer agrees the
-    effort stops (two ways of solving it agree), but the doubt shown stays that of the programs.
+    In the GSM8K run of docs/benchmarks.md ("The vote method"; default model, k=5), answers that 1
+    or 2 of 5 programs agreed on were right 25 % and 22 % of the time, those of 5 of 5 94 %. When
+    the words answer agrees the effort stops (two ways of solving it agree), but the doubt shown stays
+    that of the programs.
     """
     return vote.winner is not None and vote.confidence == "low" and not vote.winner.words
 
@@ -158,7 +159,7 @@ def solve(
             id=uuid.uuid4().hex[:12],
             question=question,
             model=backend.name,
-            runtime=getattr(backend, "runtime", ""),
+            runtime=backend.runtime,
             started_at=datetime.now(timezone.utc).isoformat(timespec="seconds"),
             variables=sorted(variables or {}),
             samples=samples,
@@ -169,7 +170,7 @@ def solve(
         start = time.perf_counter()
         # A fine-tuned adapter is asked the way it was trained (see backends.adapters); questions
         # about the user's variables get worked examples about data.
-        style = (prompt_style or getattr(backend, "prompt_style", None)
+        style = (prompt_style or backend.prompt_style
                  or (prompts.DATA_STYLE if variables else prompts.DEFAULT_STYLE))
         messages = prompts.pal_messages(question, variables, style=style, context=context_text)
         repaired: list[str | None] = []  # the programs fed back so far
@@ -178,7 +179,7 @@ def solve(
         for index in range(1, settings.max_attempts + 1):
             if careful:
                 candidates = _careful_round(session, round_, index, messages, context_text, style=prompt_style or
-                                            getattr(backend, "prompt_style", None))
+                                            backend.prompt_style)
             else:
                 candidates, messages = _vote_round(session, round_, index, messages, settings, style, context_text)
             session.seconds = time.perf_counter() - start

@@ -27,14 +27,14 @@ from ..kernels.sandbox import readable_refusal
 METHODS = ("careful", "vote")
 MAX_SAMPLES = 16  # programs per round; beyond this a batch costs more than the vote gains
 #: Programs sampled when the careful views disagree, or per round of the vote method, when the caller
-#: does not say (README, "Careful first").
+#: does not say (docs/benchmarks.md, "Careful first").
 DEFAULT_SAMPLES = 4
-#: Most programs one prompt may get when its programs disagree (README, "Adaptive effort").
+#: Most programs one prompt may get when its programs disagree (docs/benchmarks.md, "Adaptive effort").
 DEFAULT_MAX_PROGRAMS = 15
 MAX_PROGRAMS = 48
 #: What a weak vote asks for before more programs: "words" (engine.reasoning, questions without
 #: data), "look" (that, and for questions about --use data a look at it first: engine.data_look;
-#: opt-in, it lost answers in the README's measurement) or "off".
+#: opt-in, it lost answers in the measurement of docs/benchmarks.md, "Look at the data first") or "off".
 SECOND_OPINIONS = ("words", "look", "off")
 #: Most earlier cells a question may be sent with (``context``), and the cap on what they cost the
 #: prompt: a few cells are what "fix the error above" needs; more would crowd out the question on a

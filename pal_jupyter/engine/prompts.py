@@ -242,7 +242,8 @@ PROMPT_STYLES: dict[str, PromptStyle] = {
 }
 #: Chosen by measurement on GSM8K train questions that are not worked examples (benchmarks/README.md).
 DEFAULT_STYLE = "chat-2shot"
-#: For questions about the user's variables (``--use``): measured on the DataFrame suite (README).
+#: For questions about the user's variables (``--use``): measured on the DataFrame suite
+#: (docs/benchmarks.md, "Prompts for questions about your data").
 DATA_STYLE = "data-similar"
 FEW_SHOT = PROMPT_STYLES[DEFAULT_STYLE].examples
 

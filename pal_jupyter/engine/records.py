@@ -141,7 +141,7 @@ class Vote:
     @property
     def confidence(self) -> str:
         """How far the answer can be trusted, from the programs' agreement alone: a words answer that
-        agrees does not lift it (measured: README, "Reason first")."""
+        agrees does not lift it (measured: docs/benchmarks.md, "Reason first")."""
         return confidence_level(self.votes, self.candidates)
 
     @property

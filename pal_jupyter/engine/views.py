@@ -11,7 +11,7 @@ ones twice changed no answer in the measurement).
 Why not five sampled programs from the start, as before: on 2 CPU cores five programs cost about
 2.5 times one, and on questions about data the sampled programs of the 1.5B default model are worse
 than its greedy one, so a vote over them often chose an answer several bad samples shared. How the
-views, the temperature and the weight were chosen: ``benchmarks/bench_views.py`` (README,
+views, the temperature and the weight were chosen: ``benchmarks/bench_views.py`` (docs/benchmarks.md,
 "Careful first").
 """
 

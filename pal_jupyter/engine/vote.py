@@ -28,7 +28,7 @@ Ties go to the answer whose shortest program is shortest (a simpler program is l
 carry a stray step), then to the answer that came first.
 
 The agreement of a vote, votes for the winner over programs drawn, is the doubt signal shown to
-users. Measured on GSM8K with the default model (README, "Self-consistency"), answers that 3 or
+users. Measured on GSM8K with the default model (docs/benchmarks.md, "The vote method"), answers that 3 or
 more of 5 programs agreed on were right far more often than the rest.
 """
 
@@ -196,7 +196,7 @@ def _ignores(code: str, named: Sequence[NamedValue]) -> str | None:
 
 
 #: How much the words answer adds to the programs that agree with it (a program counts 1, the program
-#: written after the words too). Chosen on 51 GSM8K questions (README, "Reason first"): at 1.5 the
+#: written after the words too). Chosen on 51 GSM8K questions (docs/benchmarks.md, "Reason first"): at 1.5 the
 #: words and the program that follows them, which agree with each other far more often than two
 #: independent programs do, outvoted two agreeing programs that were right.
 WORDS_WEIGHT = 1.0

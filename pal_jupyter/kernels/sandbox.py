@@ -68,7 +68,7 @@ class Scratch:
         return self.workdir + self.tmp + self.shm
 
 INSTALL_HINT = ("install bubblewrap (Debian/Ubuntu: sudo apt-get install bubblewrap) and allow unprivileged user "
-                "namespaces (on by default on Debian; Ubuntu 24.04 restricts them with AppArmor: see the README), "
+                "namespaces (on by default on Debian; Ubuntu 24.04 restricts them with AppArmor: see docs/sandbox.md), "
                 "or choose isolation 'process'")
 
 
