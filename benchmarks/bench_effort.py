@@ -63,8 +63,8 @@ def main() -> None:
     summaries = []
     for config in configs:
         summary = summarize([r for r in results if r.config is config], model=model.name,
-                            load_seconds=getattr(model, "load_seconds", 0.0), check_answers=False)
-        summary.update(runtime=getattr(model, "runtime", ""), dtype=getattr(model, "dtype", ""),
+                            load_seconds=model.load_seconds, check_answers=False)
+        summary.update(runtime=model.runtime, dtype=model.dtype,
                        second_opinion=config.second_opinion)
         summaries.append(summary)
     print(format_summaries(summaries))

@@ -48,6 +48,8 @@ class SeededBugFirst:
 
     def __init__(self, real, buggy_code: str):
         self.real, self.buggy, self.name = real, buggy_code, real.name
+        self.device, self.dtype, self.load_seconds = real.device, real.dtype, real.load_seconds
+        self.prompt_style, self.runtime_reason, self.runtime = real.prompt_style, real.runtime_reason, real.runtime
 
     def generate(self, messages, options=None, on_token=None):
         if self.buggy is not None:

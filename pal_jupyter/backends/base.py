@@ -116,15 +116,26 @@ class Generation:
 
 @runtime_checkable
 class ModelBackend(Protocol):
-    """What the repair loop needs from a model.
+    """What the engine, the notebook and the command line need from a model.
 
     A backend may also offer ``generate_many(messages, n, options, on_token)`` returning ``n``
     completions drawn in one batch (``on_token`` then receives ``(row, text)``);
     :func:`generate_candidates` uses it when present and falls back to ``n`` calls of
-    ``generate`` otherwise.
+    ``generate`` otherwise. :class:`BatchingBackend` gives every attribute below a default, so a
+    backend of one's own subclasses it and writes ``generate_many``.
     """
 
-    name: str
+    name: str  # how the user called the model
+    device: str  # where it runs: "cpu", "cuda:0", a server's address
+    dtype: str  # its weights in memory: "bfloat16", a GGUF quantisation ("Q4_K_M"), "served"
+    load_seconds: float  # how long loading it took
+    prompt_style: str | None  # the prompt style it was trained to be asked in (an adapter's); None: the default
+    runtime_reason: str  # why this runtime was chosen (registry.choose_runtime); "" when none was
+
+    @property
+    def runtime(self) -> str:
+        """What runs it, for people: 'llama.cpp (Q4_K_M GGUF, 2 threads)'."""
+        ...
 
     def generate(
         self,
@@ -157,7 +168,18 @@ def generate_candidates(
 
 
 class BatchingBackend:
-    """A backend whose ``generate`` is its ``generate_many`` with one row."""
+    """A backend whose ``generate`` is its ``generate_many`` with one row, with the defaults of
+    :class:`ModelBackend`'s attributes (a subclass, often a dataclass, sets its own)."""
+
+    device: str = "cpu"
+    dtype: str = "unknown"
+    load_seconds: float = 0.0
+    prompt_style: str | None = None
+    runtime_reason: str = ""
+
+    @property
+    def runtime(self) -> str:
+        return ""
 
     def generate(
         self,

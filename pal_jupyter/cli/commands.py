@@ -235,8 +235,7 @@ def _load(settings: Settings, dtype: str | None = None, backend: str | None = No
                   f"{presets.cache_dir()} (about 1-2 minutes) ...", file=sys.stderr, flush=True)
     print(f"Loading model {model!r} ...", file=sys.stderr, flush=True)
     loaded = settings.load_model(dtype=dtype, backend=backend)
-    runtime = getattr(loaded, "runtime", f"{loaded.device} ({loaded.dtype})")
-    reason = getattr(loaded, "runtime_reason", "")
+    runtime, reason = loaded.runtime or f"{loaded.device} ({loaded.dtype})", loaded.runtime_reason
     print(f"Model ready in {loaded.load_seconds:.1f} s: {runtime}" + (f"; {reason}" if reason else ""),
           file=sys.stderr, flush=True)
     return loaded
@@ -291,7 +290,7 @@ def cmd_bench(args: argparse.Namespace) -> int:
     for config in configs:
         backend = backend_for(config)
         summary = summarize([r for r in results if r.config == config], model=backend.name,
-                            load_seconds=getattr(backend, "load_seconds", 0.0), check_answers=args.check_answers)
+                            load_seconds=backend.load_seconds, check_answers=args.check_answers)
         summary.update(data=str(args.data), offset=args.offset, max_attempts=settings.max_attempts,
                        device=backend.device, dtype=backend.dtype, runtime=_runtime_name(backend))
         summaries.append(summary)
