@@ -20,7 +20,7 @@ from pal_jupyter.errors import SettingError
 from pal_jupyter.notebook.context import (CHARS_PER_TOKEN, ESTIMATE, MAX_CONTEXT_TOKENS, Cell, NotebookContext,
                                           collect, token_counter)
 from pal_jupyter.notebook.magics import CELL_OPTIONS, PalMagics
-from pal_jupyter.notebook.widgets import summary_html, summary_text
+from pal_jupyter.notebook.session_html import summary_html, summary_text
 from pal_jupyter.training.examples import _example
 
 

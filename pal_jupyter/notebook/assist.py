@@ -7,7 +7,8 @@ from ..engine.loop import SolveObserver
 from ..engine.records import Attempt, Session
 from ..errors import PalError
 from .runtime import NotebookRuntime, Request
-from .widgets import PalWidget, summary_text
+from .session_html import summary_text
+from .widgets import PalWidget
 
 
 def ask(runtime: NotebookRuntime, request: Request) -> None:

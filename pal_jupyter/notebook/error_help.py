@@ -28,7 +28,7 @@ from IPython.display import display
 
 from .cells import current_cell_id
 from .context import cell_frames, code_of
-from .widgets import notice_bundle
+from .session_html import notice_bundle
 
 KEEP_FAILURES = 20  # failed cells remembered by id: enough for a lesson, bounded for a long session
 KEEP_RUNS = 50  # recent runs, for the tutor's re-check of the cells since a question

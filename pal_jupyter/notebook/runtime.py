@@ -32,7 +32,7 @@ from . import cells
 from .context import NotebookContext, collect
 from .error_help import CellWatcher
 from .variables import data_namespace, mentioned_variables, named_variables
-from .widgets import notice_bundle
+from .session_html import notice_bundle
 
 log = logging.getLogger(__name__)
 

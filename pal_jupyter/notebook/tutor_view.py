@@ -24,7 +24,8 @@ from ..engine.records import Vote
 from ..errors import NoCodeError, PalError
 from .error_help import CellRun
 from .runtime import NotebookRuntime, Request
-from .widgets import STYLE, TutorWidget, highlight, hint_text, notice_bundle
+from .session_html import STYLE, highlight, notice_bundle
+from .tutor_widget import TutorWidget, hint_text
 
 CANNOT_SOLVE = ("I could not write a working program for this question myself, so I cannot guide you "
                 "reliably. Please ask your teacher.")

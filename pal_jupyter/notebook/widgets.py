@@ -1,4 +1,4 @@
-"""The live attempt widget, and the static summary shown where no widget can render.
+"""The live attempt widget: a question's programs shown as the model writes and runs them.
 
 :class:`PalWidget` is a :class:`~pal_jupyter.engine.loop.SolveObserver`: the repair loop drives it.
 It shows a header (question, status, answer, how many programs agree and, when they do not,
@@ -8,8 +8,8 @@ writes them, then the highlighted program, the child kernel's output (text, Data
 plots), the error, and the model's plain-language explanation.
 
 Where no widget frontend is present (nbclient, nbconvert, a terminal), the same display carries
-a text/plain and a text/html summary, updated when the question is done, so a saved notebook
-shows the final state rather than "starting".
+a text/plain and a text/html summary (:mod:`.session_html`), updated when the question is done, so
+a saved notebook shows the final state rather than "starting".
 """
 
 from __future__ import annotations
@@ -20,269 +20,16 @@ from collections.abc import Callable
 from typing import Any
 
 from ..engine.loop import SolveObserver
-from ..engine.prompts import context_block
-from ..engine.records import Attempt, DataLook, PromptContext, Session, Vote
-from ..engine.vote import doubt_message, effort_note, more_programs_reason, reasoning_reason, second_opinion_note
+from ..engine.records import Attempt, DataLook, Session, Vote
+from ..engine.vote import more_programs_reason, reasoning_reason, second_opinion_note
+from .session_html import (STYLE, attempt_status, attempt_title, candidate_title, context_html, data_look_html,
+                           error_html, explanation_html, highlight, reasoning_html, round_title, status_html,
+                           summary_html, summary_text, tally_html)
 
 _TOKEN_REFRESH_S = 0.1  # stream tokens to the browser at most ten times a second
 
-STYLE = """
-<style>
-.pal-header {font-size: 1.05em; line-height: 1.5;}
-.pal-status {color: #555;}
-.pal-answer {font-size: 1.4em; font-weight: 600; color: #1a7f37; margin: 0.2em 0;}
-.pal-failed {font-size: 1.1em; font-weight: 600; color: #b42318; margin: 0.2em 0;}
-.pal-stream, .pal-error {white-space: pre-wrap; font-family: var(--jp-code-font-family, monospace);
-  font-size: 0.9em; padding: 0.4em; border-radius: 4px; margin: 0;}
-.pal-stream {background: var(--jp-layout-color2, #f5f5f5); color: var(--jp-ui-font-color1, #222);}
-.pal-error {background: #fff1f0; color: #8c1d18;}
-.pal-explanation {background: #eef6ff; border-left: 3px solid #2f6feb; padding: 0.4em 0.6em;}
-.pal-code .highlight pre {margin: 0; padding: 0.4em; font-size: 0.9em;}
-.pal-doubt {padding: 0.3em 0.6em; border-radius: 4px; margin: 0.2em 0;}
-.pal-sure {background: #eaf7ee; color: #1a5c2e;}
-.pal-check {background: #fff8e1; color: #6b4e00;}
-.pal-unsure {background: #fff1e6; color: #8a3b00; font-weight: 600;}
-.pal-unsure-answer {color: #8a3b00;}
-.pal-tally {border-collapse: collapse; margin: 0.3em 0; font-size: 0.9em;}
-.pal-tally td, .pal-tally th {padding: 0.1em 0.8em 0.1em 0; text-align: left;}
-.pal-tally .pal-winner {font-weight: 600;}
-.pal-tally .pal-silent {color: #777;}
-</style>
-"""
 
-
-def highlight(code: str) -> str:
-    """Python syntax highlighting as self-contained HTML (inline styles travel everywhere)."""
-    from pygments import highlight as pyg_highlight
-    from pygments.formatters import HtmlFormatter
-    from pygments.lexers import PythonLexer
-
-    return pyg_highlight(code, PythonLexer(), HtmlFormatter(noclasses=True, style="default"))
-
-
-def attempt_status(attempt: Attempt) -> str:
-    if attempt.code is None:
-        return "no code in the reply"
-    if attempt.refusal is not None:
-        return "not run: it replaced your data"
-    if attempt.execution is None:
-        return "running ..."
-    verdict = ("worked" if attempt.answer is None else f"answer {attempt.answer}") if attempt.good \
-        else (attempt.error_type or "failed")
-    return f"{verdict} (model {attempt.generate_s:.1f} s, run {attempt.execute_s:.2f} s)"
-
-
-def _finished(attempt: Attempt) -> bool:
-    return attempt.execution is not None or attempt.no_code_reason is not None or attempt.refusal is not None
-
-
-def attempt_title(attempt: Attempt) -> str:
-    """The accordion title of a round: 'Attempt 1: program' / 'Attempt 2: repair · 5 programs'."""
-    kind = "program" if attempt.kind == "initial" else "repair"
-    if attempt.samples > 1:
-        kind += f" · {attempt.samples} programs"
-    mark = ("✓ " if attempt.good else "✗ ") if _finished(attempt) else ""  # no verdict while written or run
-    return f"{mark}Attempt {attempt.index}: {kind}"
-
-
-def round_title(attempts: list[Attempt], vote: Vote | None) -> str:
-    first = attempts[0]
-    if first.samples == 1:
-        return attempt_title(first)
-    kind = "programs" if first.kind == "initial" else "repairs"
-    if vote is None:
-        return f"Attempt {first.index}: {first.samples} {kind}"
-    mark = "✓ " if vote.winner is not None else "✗ "
-    return f"{mark}Attempt {first.index}: {first.samples} {kind} · {vote.tally}"
-
-
-def candidate_title(attempt: Attempt) -> str:
-    """A candidate's tab: '3 ✓ 150' / '2 ✗ NameError' / '4 …' while it is written."""
-    if not _finished(attempt):
-        return f"{attempt.sample} …"
-    if attempt.good:
-        return f"{attempt.sample} ✓ {_short(attempt.answer or 'ran')}"
-    return f"{attempt.sample} ✗ {attempt.error_type or 'failed'}"
-
-
-def _short(text: str, limit: int = 14) -> str:
-    return text if len(text) <= limit else text[: limit - 1] + "…"
-
-
-def tally_html(session: Session) -> str:
-    """The vote in a small table: each answer, how many programs gave it, which ones."""
-    vote = session.vote
-    if vote is None or vote.candidates <= 1:
-        return ""
-    rows = "".join(
-        f"<tr class='{'pal-winner' if group is vote.winner else ''}'><td>{html.escape(group.answer.text)}</td>"
-        f"<td>{group.votes} of {vote.candidates}</td><td>programs {', '.join(map(str, group.samples))}</td></tr>"
-        for group in vote.groups
-    )
-    silent = vote.candidates - sum(g.votes for g in vote.groups)
-    if silent:
-        rows += f"<tr class='pal-silent'><td>(no answer)</td><td>{silent} of {vote.candidates}</td><td>failed or printed nothing</td></tr>"
-    return f"<table class='pal-tally'><tr><th>answer</th><th>programs</th><th></th></tr>{rows}</table>"
-
-
-def doubt_html(session: Session) -> str:
-    message = doubt_message(session)
-    if not message:
-        return ""
-    css = {"high": "pal-sure", "medium": "pal-check", "low": "pal-unsure"}[session.confidence]
-    return f"<div class='pal-doubt {css}' data-confidence='{session.confidence}'>{html.escape(message)}</div>"
-
-
-def context_html(context: PromptContext | None) -> str:
-    """The line saying what the notebook sent with the question (notebook.context), and, folded under
-    it, exactly the text the model was shown before the question."""
-    if context is None:
-        return ""
-    if not context.text.strip():
-        return f"<div class='pal-status pal-context'>{html.escape(context.note)}</div>"
-    return (f"<details class='pal-context'><summary class='pal-status'>{html.escape(context.note)}</summary>"
-            f"<pre class='pal-stream'>{html.escape(context_block(context.text))}</pre></details>")
-
-
-def summary_text(session: Session | None, question: str, status: str) -> str:
-    lines = [f"%%pal: {question}"]
-    if session is not None and session.context is not None:
-        lines.append(session.context.note)
-    if session is not None and session.succeeded and session.answer is not None:
-        lines.append(f"Answer: {session.answer}")
-    if session is not None and doubt_message(session):
-        lines.append(doubt_message(session))
-    if session is not None:
-        lines += [effort_note(weak) for weak in session.weak_votes]
-        if session.vote is not None and second_opinion_note(session.vote):
-            lines.append(second_opinion_note(session.vote))
-    lines.append(status)
-    if session is not None:
-        for attempt in session.attempts:
-            lines.append(f"  {attempt.label}: {attempt_status(attempt)}")
-            if attempt.explanation and attempt.sample == 1:
-                lines.append(f"    explanation: {attempt.explanation}")
-        final = session.final
-        if final is not None and final.code:
-            lines += ["", final.code]
-    return "\n".join(lines)
-
-
-def summary_html(session: Session | None, question: str, status: str, finished: bool = True) -> str:
-    """A static rendering of the whole session (for saved notebooks and HTML exports)."""
-    parts = [STYLE, f"<div class='pal-header'><b>%%pal</b> {html.escape(question)}</div>",
-             context_html(session.context if session is not None else None), _status_html(session, status, finished)]
-    if session is not None:
-        parts.append(tally_html(session))
-    for index in range(1, (session.rounds if session else 0) + 1):
-        attempts = session.round(index)  # type: ignore[union-attr]
-        vote = session.vote if session.vote is not None and session.vote.round == index else None  # type: ignore[union-attr]
-        is_last = index == session.rounds  # type: ignore[union-attr]
-        parts.append(f"<details {'open' if is_last else ''}><summary>{html.escape(round_title(attempts, vote))}</summary>")
-        parts += [f"<div class='pal-status'>{html.escape(effort_note(weak))}</div>"
-                  for weak in session.weak_votes if weak.round == index]  # type: ignore[union-attr]
-        look = session.data_look  # type: ignore[union-attr]
-        if look is not None and look.round == index:
-            parts.append(data_look_html(look))
-        opinion = session.second_opinion  # type: ignore[union-attr]
-        if opinion is not None and opinion.round == index:
-            if vote is not None and second_opinion_note(vote):
-                parts.append(f"<div class='pal-status'>{html.escape(second_opinion_note(vote))}</div>")
-            parts.append(reasoning_html(opinion.text))
-        for attempt in attempts:
-            if attempt.samples > 1:
-                opened = "open" if attempt is session.final else ""  # type: ignore[union-attr]
-                parts.append(f"<details {opened} class='pal-candidate'><summary>Program {attempt.sample}: "
-                             f"<span class='pal-status'>{html.escape(attempt_status(attempt))}</span></summary>")
-            else:
-                parts.append(f"<div class='pal-status'>{html.escape(attempt_status(attempt))}</div>")
-            parts.append(_attempt_body_html(attempt))
-            if attempt.samples > 1:
-                parts.append("</details>")
-        parts.append("</details>")
-    return "\n".join(parts)
-
-
-def notice_bundle(text: str) -> dict[str, str]:
-    """A one-line notice of its own above a cell's output (no sandbox ...), readable in every frontend
-    and in saved notebooks."""
-    return {"text/plain": text,
-            "text/html": f"{STYLE}<div class='pal-doubt pal-check pal-notice'>{html.escape(text)}</div>"}
-
-
-def reasoning_html(text: str) -> str:
-    """The answer worked out in words, folded: it explains the program that follows it."""
-    if not text.strip():
-        return ""
-    return (f"<details class='pal-reasoning' open><summary>Worked out in words first</summary>"
-            f"<pre class='pal-stream'>{html.escape(text.strip())}</pre></details>")
-
-
-def data_look_html(look: DataLook) -> str:
-    """The look at the data (engine.data_look), folded: the program and what it printed, which the
-    programs after it were given."""
-    return (f"<details class='pal-reasoning'><summary>Looked at the data first ({look.seconds:.1f} s)</summary>"
-            f"<div class='pal-code'>{highlight(look.code)}</div>"
-            f"<pre class='pal-stream'>{html.escape(look.output.strip())}</pre></details>")
-
-
-def _attempt_body_html(attempt: Attempt) -> str:
-    parts = [_explanation_html(attempt)]
-    if attempt.code:
-        parts.append(f"<div class='pal-code'>{highlight(attempt.code)}</div>")
-    if attempt.execution is not None:
-        text = attempt.execution.stdout + attempt.execution.stderr
-        if text.strip():
-            parts.append(f"<pre class='pal-stream'>{html.escape(text)}</pre>")
-        for bundle in attempt.execution.outputs:
-            parts.append(_bundle_html(bundle))
-    parts.append(_error_html(attempt))
-    return "\n".join(parts)
-
-
-def _status_html(session: Session | None, status: str, finished: bool = True) -> str:
-    if session is not None and session.succeeded and session.answer is not None:
-        css = "pal-answer pal-unsure-answer" if session.confidence == "low" else "pal-answer"
-        return (f"<div class='{css}'>Answer: {html.escape(session.answer)}</div>{doubt_html(session)}"
-                f"<div class='pal-status'>{html.escape(status)}</div>")
-    # Failure styling only once the question is over: a repair in progress is not a failure.
-    css = "pal-failed" if finished and session is not None and session.attempts and not session.succeeded else "pal-status"
-    return f"<div class='{css}'>{html.escape(status)}</div>"
-
-
-def _explanation_html(attempt: Attempt) -> str:
-    if not attempt.explanation:
-        return ""
-    return f"<div class='pal-explanation'><b>What went wrong:</b> {html.escape(attempt.explanation)}</div>"
-
-
-def _error_html(attempt: Attempt) -> str:
-    if attempt.code is None:
-        return f"<pre class='pal-error'>{html.escape(attempt.no_code_reason or 'No code in the reply.')}</pre>"
-    if attempt.refusal is not None:
-        return f"<pre class='pal-error'>{html.escape(attempt.refusal)}</pre>"
-    error = attempt.execution.error if attempt.execution else None
-    if error is not None:
-        return f"<pre class='pal-error'>{html.escape(error.traceback or error.ename + ': ' + error.evalue)}</pre>"
-    if attempt.off_target is not None:
-        return f"<pre class='pal-error'>The program {html.escape(attempt.off_target)}.</pre>"
-    if attempt.correct is False:
-        return "<pre class='pal-error'>The program ran, but its answer is not correct.</pre>"
-    return ""
-
-
-def _bundle_html(bundle: dict[str, Any]) -> str:
-    data = bundle.get("data", {})
-    if "image/png" in data:
-        return f"<img src='data:image/png;base64,{data['image/png']}' style='max-width: 100%'/>"
-    if "text/html" in data:
-        return str(data["text/html"])
-    if "text/plain" in data:
-        return f"<pre class='pal-stream'>{html.escape(str(data['text/plain']))}</pre>"
-    return ""
-
-
-class _LiveDisplay:
+class LiveDisplay:
     """One display (widget view + text/HTML fallbacks) that is updated in place.
 
     Subclasses provide ``mimebundle()``; frontends without widgets keep the latest fallback.
@@ -375,7 +122,7 @@ class _RoundPage:
             self.tabs.set_title(attempt.sample - 1, candidate_title(attempt))
 
 
-class PalWidget(_LiveDisplay, SolveObserver):
+class PalWidget(LiveDisplay, SolveObserver):
     """Live view of one ``%%pal`` question, updated by the repair loop as it works.
 
     Each view holds its own session: its "Insert this program" buttons insert programs of the
@@ -430,7 +177,7 @@ class PalWidget(_LiveDisplay, SolveObserver):
         context = context_html(self.session.context) if self.session is not None else ""
         self.header.value = (
             f"<div class='pal-header'><b>%%pal</b> {html.escape(self.question)}{model}</div>"
-            + context + _status_html(self.session, self.status, self.finished) + tally
+            + context + status_html(self.session, self.status, self.finished) + tally
         )
 
     def _page(self, attempt: Attempt) -> _AttemptPage:
@@ -467,7 +214,7 @@ class PalWidget(_LiveDisplay, SolveObserver):
         page.refresh_stream()
         page.stream.layout.display = "none"  # the highlighted program replaces the raw stream
         if attempt.explanation:
-            page.explanation.value = _explanation_html(attempt)
+            page.explanation.value = explanation_html(attempt)
         page.code.value = f"<div class='pal-code'>{highlight(attempt.code or '')}</div>"
         page.status.value = "<span class='pal-status'>running in a fresh child kernel ...</span>"
         what = "the program" if attempt.samples == 1 else f"{attempt.samples} programs, each in its own kernel"
@@ -491,7 +238,7 @@ class PalWidget(_LiveDisplay, SolveObserver):
                 page.stream.layout.display = "none"
                 page.code.value = f"<div class='pal-code'>{highlight(attempt.code)}</div>"
         page.status.value = f"<span class='pal-status'>{html.escape(attempt_status(attempt))}</span>"
-        page.error.value = _error_html(attempt)
+        page.error.value = error_html(attempt)
         self.rounds[attempt.index - 1].retitle(attempt)
         if attempt.samples == 1:
             self.accordion.set_title(attempt.index - 1, attempt_title(attempt))
@@ -547,88 +294,3 @@ class PalWidget(_LiveDisplay, SolveObserver):
     def enable_insert_buttons(self, enabled: bool) -> None:
         for page in self.pages:
             page.insert.layout.display = "" if enabled and self.on_insert and page.attempt.code else "none"
-
-
-# ---------------------------------------------------------------------- tutor mode
-
-
-def hint_html(hint: Any) -> str:
-    body = (f"<div class='pal-code'>{highlight(hint.text)}</div>" if hint.is_code
-            else f"<div class='pal-explanation'>{html.escape(hint.text).replace(chr(10), '<br>')}</div>")
-    return f"<div class='pal-hint' data-level='{hint.level}'><b>Hint {hint.level}: {html.escape(hint.title)}</b>{body}</div>"
-
-
-def approach_html(approach: Any) -> str:
-    body = f"<div class='pal-code'>{highlight(approach.skeleton)}</div>" if approach.skeleton else ""
-    return f"<div class='pal-approach'><b>{html.escape(approach.label)}</b>{body}</div>"
-
-
-def hint_text(hint: Any) -> str:
-    return f"Hint {hint.level}: {hint.title}\n{hint.text}"
-
-
-class TutorWidget(_LiveDisplay):
-    """Hints revealed one level at a time, with a "Next hint" button."""
-
-    def __init__(self, question: str, on_next: Callable[[], None]):
-        import ipywidgets as w
-
-        self.question = question
-        self.status = "checking that I can solve it myself ..."
-        self.header = w.HTML()
-        self.hints = w.VBox([])
-        self.revealed: list[Any] = []
-        self.approaches: list[Any] = []
-        self.plan: Any = None  # the question this widget shows; its "Next hint" reveals that one's hints
-        self.next_button = w.Button(description="Next hint", icon="lightbulb-o", disabled=True)
-        self.next_button.add_class("pal-next-hint")
-        self.next_button.on_click(lambda _button: on_next())
-        self.note = w.HTML()
-        self.box = w.VBox([w.HTML(STYLE), self.header, self.hints, w.HBox([self.next_button, self.note])])
-        self.box.add_class("pal-widget")
-        self.box.add_class("pal-tutor")
-        self._render()
-
-    def mimebundle(self) -> dict[str, Any]:
-        bundle = dict(self.box._repr_mimebundle_() or {})
-        lines = [f"%%pal --tutor: {self.question}", self.status, *(hint_text(h) for h in self.revealed)]
-        lines += [f"{a.label}\n{a.skeleton or ''}".rstrip() for a in self.approaches]
-        bundle["text/plain"] = "\n".join(lines)
-        bundle["text/html"] = (STYLE + self._header_html() + "".join(hint_html(h) for h in self.revealed)
-                               + "".join(approach_html(a) for a in self.approaches))
-        return bundle
-
-    def _header_html(self) -> str:
-        return (f"<div class='pal-header'><b>Tutor</b> {html.escape(self.question)}</div>"
-                f"<div class='pal-status'>{html.escape(self.status)}</div>")
-
-    def _render(self) -> None:
-        self.header.value = self._header_html()
-        self._refresh_fallback()
-
-    def set_status(self, status: str) -> None:
-        self.status = status
-        self._render()
-
-    def reveal(self, hint: Any) -> None:
-        self.revealed.append(hint)
-        self.hints.children = [*self.hints.children, self._hint_widget(hint)]
-        self._render()
-
-    @staticmethod
-    def _hint_widget(hint: Any) -> Any:
-        import ipywidgets as w
-
-        return w.HTML(hint_html(hint))
-
-    def show_approaches(self, approaches: list[Any]) -> None:
-        """The competing approaches of an answer the tutor is not sure of (no hints follow)."""
-        import ipywidgets as w
-
-        self.approaches = list(approaches)
-        self.hints.children = [*self.hints.children, *(w.HTML(approach_html(a)) for a in approaches)]
-        self._render()
-
-    def set_next(self, remaining: int, note: str = "") -> None:
-        self.next_button.disabled = remaining <= 0
-        self.note.value = f"<span class='pal-status'>{html.escape(note)}</span>"
