@@ -136,7 +136,7 @@ DATA_IDIOMS: tuple[DataExample, ...] = (
         "Plot the number of trips per month as a line chart.",
         "trips_per_month = trips.groupby(trips[\"start\"].dt.to_period(\"M\"))[\"trip_id\"].count()\n"
         "print(trips_per_month)\n"
-        "ax = trips_per_month.plot(title=\"Number of trips per month\", marker=\"o\")\n"
+        "ax = trips_per_month.plot(title=\"Number of trips per month\")\n"
         "ax.set_xlabel(\"month\")\n"
         "ax.set_ylabel(\"trips\")",
         "start\n2025-03    3\n2025-04    3\n2025-05    2\nFreq: M, Name: trip_id, dtype: int64",

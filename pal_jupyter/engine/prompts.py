@@ -330,8 +330,8 @@ DATA_INSTRUCTIONS = (
 CHART_INSTRUCTIONS = (
     "These variables already exist in the program's Python session, holding the user's real "
     "data. Use them as they are: do not create them, load them from files, or replace them "
-    "with sample data. Compute the table the chart shows and print it, then draw the chart from "
-    "that table, with a title and axis labels taken from the question."
+    "with sample data. Compute the numbers the chart shows and print them, then draw the chart "
+    "from them, with a title and axis labels taken from the question."
 )
 
 
