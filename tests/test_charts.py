@@ -135,3 +135,18 @@ def test_a_chart_question_asks_for_the_table_first_and_a_titled_chart():
     assert prompts.DATA_INSTRUCTIONS in number
     similar = prompts.pal_messages(QUESTION, {"sales": SALES}, style="data-similar")
     assert any("print(minutes_per_station)" in m["content"] for m in similar), "the chart idiom is shown"
+
+
+@pytest.mark.parametrize("code, ignores", [
+    ("sales.groupby('region').units.sum().plot.bar(title='Total units of West sold')", True),
+    ("import matplotlib.pyplot as plt\nplt.title('West')\nplt.ylabel(f'units in West')\nsales.units.plot()", True),
+    ("ax = sales.units.plot(label='West')\nax.legend(['West'])\nax.set_xlabel('West')", True),
+    ("t = sales[sales.region == 'West'].units\nax = t.plot.bar(title='West')", False),
+])
+def test_a_chart_title_naming_the_filter_is_no_filter(code, ignores):
+    """'Total units of West sold' in a title selects no rows: the program drew every region."""
+    from pal_jupyter.engine.filters import ignored_values, named_values
+
+    named = named_values("Draw a bar chart of the units sold in the West region.", {"sales": SALES})
+    assert [n.value for n in named] == ["West"]
+    assert bool(ignored_values(code, named)) is ignores

@@ -234,11 +234,30 @@ def _labels(node: ast.AST) -> list[ast.Constant]:
     return []
 
 
+# A chart's title and labels name what the question names ("Total units of Gadget per region") and
+# select nothing: a program that only writes 'Gadget' in its title still draws every product.
+_LABEL_KEYWORDS = {"title", "xlabel", "ylabel", "label", "suptitle"}
+_LABEL_CALLS = {"title", "xlabel", "ylabel", "suptitle", "set_title", "set_xlabel", "set_ylabel", "set_label",
+                "legend", "text", "annotate"}
+
+
 def _strings(code: str) -> list[str]:
-    """The string literals of a program (f-strings' literal parts included); the whole text when it
-    does not parse."""
+    """The string literals of a program (f-strings' literal parts included) but a chart's titles and
+    labels; the whole text when it does not parse."""
     try:
         tree = ast.parse(code)
     except SyntaxError:
         return [code]
-    return [node.value for node in ast.walk(tree) if isinstance(node, ast.Constant) and isinstance(node.value, str)]
+    labels = {id(node) for call in ast.walk(tree) if isinstance(call, ast.Call) for node in _chart_labels(call)}
+    return [node.value for node in ast.walk(tree)
+            if isinstance(node, ast.Constant) and isinstance(node.value, str) and id(node) not in labels]
+
+
+def _chart_labels(call: ast.Call) -> list[ast.Constant]:
+    """The strings a call writes on a chart: ``title=``/``xlabel=``... anywhere, and the text of
+    ``plt.title(...)``, ``ax.set_xlabel(...)``, ``ax.legend(...)`` and the like."""
+    nodes = [kw.value for kw in call.keywords if kw.arg in _LABEL_KEYWORDS]
+    name = call.func.attr if isinstance(call.func, ast.Attribute) else getattr(call.func, "id", "")
+    if name in _LABEL_CALLS:
+        nodes += call.args
+    return [part for node in nodes for part in ast.walk(node) if isinstance(part, ast.Constant)]
