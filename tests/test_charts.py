@@ -91,6 +91,8 @@ def test_the_revenue_chart_votes_by_data_and_the_empty_chart_is_fed_back(pool):
     session = solve(QUESTION, model=model, executor=pool, variables={"sales": SALES}, samples=4)
     empties = [a for a in session.attempts if a.code == EMPTY]
     assert len(empties) == 2 and all(a.off_target == DREW_NO_DATA and a.error_type == "EmptyChart" for a in empties)
+    per_row = next(a for a in session.attempts if a.code == PER_ROW)  # six bars, one per order, for three regions
+    assert per_row.error_type == "NotGrouped" and "(6) than the data has region values (3)" in per_row.off_target
     winner = session.vote.winner
     assert winner.votes == 3 and winner.answer.text.startswith("a bar chart (East 134")
     assert draws(session.final.execution.charts, REVENUE)  # the program inserted draws the right data
@@ -150,3 +152,12 @@ def test_a_chart_title_naming_the_filter_is_no_filter(code, ignores):
     named = named_values("Draw a bar chart of the units sold in the West region.", {"sales": SALES})
     assert [n.value for n in named] == ["West"]
     assert bool(ignored_values(code, named)) is ignores
+
+
+def test_the_columns_a_question_wants_one_value_per_are_found():
+    from pal_jupyter.engine.filters import NamedGroup, ignored_values, named_groups
+
+    assert named_groups(QUESTION, {"sales": SALES}) == [NamedGroup("sales", "region", "region", 3)]
+    assert named_groups("Draw a bar chart of the units per order.", {"sales": SALES}) == []
+    assert named_groups("Plot the price by regions.", {"sales": SALES})[0].column == "region"
+    assert ignored_values("print(1)", named_groups(QUESTION, {"sales": SALES})) == []  # no code is asked of it

@@ -19,7 +19,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from .filters import NamedPeriod, is_frame, named_values
+from .filters import NamedValue, is_frame, named_values
 
 MAX_VALUES = 20  # a text column with more distinct values than this is not listed
 MAX_ROWS = 10  # rows shown per named value
@@ -35,7 +35,7 @@ def look_program(question: str, variables: Mapping[str, Any] | None) -> str | No
              "import pandas as pd", "pd.set_option('display.width', 120)"]
     for name, frame in frames.items():
         lines += _frame_lines(name, frame)
-    named = [n for n in named_values(question, frames) if not isinstance(n, NamedPeriod)]  # values, not periods
+    named = [n for n in named_values(question, frames) if type(n) is NamedValue]  # values, not periods or groups
     for name in frames:
         values = [n for n in named if n.variable == name]
         groups = [[n] for n in values]

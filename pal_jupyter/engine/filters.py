@@ -100,9 +100,35 @@ def is_frame(value: Any) -> bool:
     return hasattr(value, "columns") and hasattr(value, "select_dtypes") and hasattr(value, "isna")
 
 
+@dataclass(frozen=True)
+class NamedGroup(NamedValue):
+    """A column the question wants one value per ("of each product", "per region"): a chart of it
+    draws at most one bar or wedge per value of the column (:func:`pal_jupyter.engine.vote.mark_off_target`).
+    ``value`` is the column's name, ``distinct`` how many values it holds."""
+
+    distinct: int = 0
+
+
+def named_groups(question: str, variables: Mapping[str, Any] | None) -> list[NamedGroup]:
+    """The columns of ``variables``' DataFrames that ``question`` asks for one value per: "each
+    region", "per product", "by city" (the column's name, underscores read as spaces, plural too)."""
+    groups = []
+    for name, frame in (variables or {}).items():
+        if not is_frame(frame):
+            continue
+        for column in frame.columns:
+            words = re.escape(str(column).replace("_", " "))
+            if re.search(rf"\b(?:each|per|every|by)\s+{words}(?:e?s)?\b", question, re.IGNORECASE):
+                distinct = frame[column].nunique()
+                if distinct <= MAX_DISTINCT:
+                    groups.append(NamedGroup(str(name), str(column), str(column), int(distinct)))
+    return groups
+
+
 def named_values(question: str, variables: Mapping[str, Any] | None) -> list[NamedValue]:
     """The values of the text columns of ``variables``' DataFrames that ``question`` names, then the
-    periods it names that a date column spans more than (:class:`NamedPeriod`)."""
+    periods it names that a date column spans more than (:class:`NamedPeriod`), then the columns it
+    asks for one value per (:class:`NamedGroup`)."""
     named: list[NamedValue] = []
     for name, frame in (variables or {}).items():
         if not is_frame(frame):
@@ -113,7 +139,7 @@ def named_values(question: str, variables: Mapping[str, Any] | None) -> list[Nam
             if len(distinct) > MAX_DISTINCT:
                 continue
             named += [NamedValue(str(name), str(column), v) for v in distinct if _names(question, v)]
-    return [*named, *named_periods(question, variables)]
+    return [*named, *named_periods(question, variables), *named_groups(question, variables)]
 
 
 def _names(question: str, value: str) -> bool:
@@ -177,8 +203,8 @@ def ignored_values(code: str, named: Sequence[NamedValue]) -> list[NamedValue]:
     if not named:
         return []
     strings = " ".join(_strings(code)).casefold()
-    return [n for n in named
-            if not (selects_period(code, n) if isinstance(n, NamedPeriod) else n.value.casefold() in strings)]
+    return [n for n in named if not isinstance(n, NamedGroup)
+            and not (selects_period(code, n) if isinstance(n, NamedPeriod) else n.value.casefold() in strings)]
 
 
 def selects_period(code: str, period: NamedPeriod) -> bool:

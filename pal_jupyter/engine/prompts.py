@@ -23,7 +23,8 @@ from ..kernels import ExecutionResult
 from . import data_look, retrieval
 from .data_examples import DATA_EXAMPLES, DATA_IDIOMS, DataExample, example_frames, example_trips
 from .charts import asks_for_chart
-from .records import DREW_NO_DATA, IGNORES, IGNORES_PERIOD, NUMBER_FOR_NAME, PRINTED_NOTHING, TABLE_FOR_NUMBER
+from .records import (DREW_NO_DATA, IGNORES, IGNORES_PERIOD, NUMBER_FOR_NAME, PRINTED_NOTHING, TABLE_FOR_NUMBER,
+                      TOO_MANY_BARS)
 
 SYSTEM = (
     "You are a patient Python tutor. You answer questions by writing a short Python program "
@@ -469,6 +470,9 @@ def _no_answer_feedback(off_target: str, printed: str) -> str:
         return (f"The program ran and drew a chart, but it {off_target}. Compute the table to plot first, in "
                 "one step from the rows (for example frame.assign(value=frame['a'] * frame['b'])"
                 ".groupby('group')['value'].sum()), print it to see its values, then plot that table.")
+    if off_target.startswith(TOO_MANY_BARS):
+        return (f"The program ran and drew a chart, but it {off_target}. Group the rows first, one value per "
+                "group (for example frame.groupby('group')['value'].sum()), print that table, then plot it.")
     if off_target.startswith(NUMBER_FOR_NAME):
         return (f"The program ran and printed:\n{printed}\nbut it {off_target}. Print the name itself: take it "
                 "from the index of a grouped result (for example frame.groupby('city')['value'].sum().idxmax()), "

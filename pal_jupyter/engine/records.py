@@ -53,6 +53,16 @@ TABLE_FOR_NUMBER = "printed a table, but the question asks for one number"
 PRINTED_NOTHING = "printed nothing"
 DREW_NO_DATA = ("drew a chart with no data in it (every value it plots is missing or zero): check that the values "
                 "line up with their labels (multiplying columns of tables with different indexes gives NaN)")
+TOO_MANY_BARS = "drew more bars "
+
+
+def too_many_bars(drawn: int, column: str, distinct: int) -> str:
+    """The ``off_target`` of a chart with more bars than the column it should show one bar per has
+    values: usually one bar per row, with no groupby."""
+    return (f"{TOO_MANY_BARS}({drawn}) than the data has {column} values ({distinct}), where the question asks for "
+            f"one per {column}: it plots rows, not a total per {column}")
+
+
 NO_DATA_KEY = "no data"  # the ProgramAnswer key of a chart that drew no data (engine.charts)
 
 
@@ -219,7 +229,7 @@ class Attempt:
         """A short label for what went wrong: exception name, stop reason, NoCode, ReplacedData,
         NoOutput (it ran and printed nothing), MissingValue (it printed nan or None), NotANumber (a
         table where one number was asked for), NotAName (a number where a name was asked for), EmptyChart
-        (a chart that drew no data),
+        (a chart that drew no data), NotGrouped (more bars than the column it is per has values),
         IgnoresFilter (it never uses a value or a period of the data the question names) or WrongAnswer."""
         if self.code is None:
             return "NoCode"
@@ -236,6 +246,8 @@ class Attempt:
                 return "IgnoresFilter"
             if self.off_target.startswith(NUMBER_FOR_NAME):
                 return "NotAName"
+            if self.off_target.startswith(TOO_MANY_BARS):
+                return "NotGrouped"
             return {PRINTED_NOTHING: "NoOutput", TABLE_FOR_NUMBER: "NotANumber",
                     DREW_NO_DATA: "EmptyChart"}.get(self.off_target, "MissingValue")
         return "WrongAnswer" if self.correct is False else None

@@ -41,9 +41,9 @@ from collections.abc import Sequence
 from .answers import parse_number
 from .charts import chart_answer
 from ..kernels import ExecutionResult
-from .filters import NamedPeriod, NamedValue, ignored_values
+from .filters import NamedGroup, NamedPeriod, NamedValue, ignored_values
 from .records import (DREW_NO_DATA, NO_DATA_KEY, PRINTED_NOTHING, TABLE_FOR_NUMBER, Attempt, ProgramAnswer, Session, Vote, VoteGroup,
-                      WeakVote, ignores, ignores_period, no_value, number_for_name)
+                      WeakVote, ignores, ignores_period, no_value, number_for_name, too_many_bars)
 
 _SERIES_FOOTER = re.compile(r"^(?:Name: .*, )?(?:Length: \d+, )?dtype: \w+$")
 _FRAME_FOOTER = re.compile(r"^\[\d+ rows x \d+ columns\]$")
@@ -153,7 +153,17 @@ def mark_off_target(attempts: Sequence[Attempt], question: str, named: Sequence[
         if attempt.ran_cleanly:
             answer = attempt.program_answer
             attempt.off_target = (_no_answer(answer, tables_out) or _number_for_name(answer, names_only)
-                                  or _ignores(attempt.code or "", named))
+                                  or _ignores(attempt.code or "", named) or _ungrouped(attempt.execution, named))
+
+
+def _ungrouped(execution: ExecutionResult | None, named: Sequence[NamedValue]) -> str | None:
+    """A chart with more bars (or wedges) than the column the question wants one per has values."""
+    groups = [n for n in named if isinstance(n, NamedGroup)]
+    if not groups or execution is None or not execution.charts:
+        return None
+    most = max(groups, key=lambda g: g.distinct)
+    drawn = max((len(s.points) for c in execution.charts for s in c.series if s.kind in ("bars", "pie")), default=0)
+    return too_many_bars(drawn, most.column, most.distinct) if drawn > most.distinct else None
 
 
 def asks_for_name(question: str) -> bool:
