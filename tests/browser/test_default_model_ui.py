@@ -12,7 +12,7 @@ import re
 import time
 
 import pytest
-from jupyter_browser import KERNEL_TIMEOUT_MS, Notebook, write_notebook
+from jupyter_browser import KERNEL_TIMEOUT_MS, Notebook, artifact_name, write_notebook
 
 pytestmark = [pytest.mark.slow]
 
@@ -52,5 +52,6 @@ def test_default_model_answers_and_inserts_the_program(jupyter_server, page, req
     assert re.search(r"\b60\b", code) and "2.5" in code, source
     box.locator(".pal-answer").scroll_into_view_if_needed()
     nb.screenshot(request, "answered")
+    box.screenshot(path=str(artifact_name(request, "widget")))  # the README's picture (docs/images/widget.png)
     nb.cells.nth(3).scroll_into_view_if_needed()
     nb.screenshot(request, "inserted")
