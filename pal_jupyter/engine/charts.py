@@ -63,17 +63,21 @@ def _value(value: float | None) -> str:
 
 
 def describe(charts: Sequence[Chart]) -> str:
-    """'a bar chart (East 134, North 40, West 64)', 'a line chart of 6 points' (for people)."""
+    """'a bar chart (East 134, North 40, West 64)', 'a line chart of 3 points (4, 5.5, 6)' (for people)."""
     parts = [_describe(s) for chart in charts for s in chart.series if s.draws_data]
     return " and ".join(parts) if len(parts) <= 2 else f"{parts[0]} and {len(parts) - 1} more series"
 
 
 def _describe(series: Series) -> str:
+    """Enough of the data to tell two charts apart: 'a line chart of 3 points (120, 90, 150)'."""
     name = KIND_NAMES.get(series.kind, series.kind)
-    if series.kind not in ("bars", "pie"):
-        return f"a {name} of {len(series.points)} points"
-    shown = ", ".join(f"{_label(x)} {_value(y)}" for x, y in series.points[:SHOWN_POINTS])
     more = f", {len(series.points) - SHOWN_POINTS} more" if len(series.points) > SHOWN_POINTS else ""
+    if series.kind == "scatter":
+        return f"a {name} of {len(series.points)} points"
+    if series.kind == "line":
+        shown = ", ".join(_value(y) for _, y in series.points[:SHOWN_POINTS])
+        return f"a {name} of {len(series.points)} points ({shown}{more})"
+    shown = ", ".join(f"{_label(x)} {_value(y)}" for x, y in series.points[:SHOWN_POINTS])
     return f"a {name} ({shown}{more})"
 
 

@@ -237,7 +237,7 @@ def test_plot_and_dataframe_render_inside_the_widget(jupyter_server, page, reque
     setup_and_connect(nb)
 
     nb.run_cell(2)
-    wait_for_answer(nb, 2, "a line chart of 4 points")  # what the chart draws is its answer, not the max printed after
+    wait_for_answer(nb, 2, "a line chart of 4 points (120, 90, 150, 130)")  # what the chart draws is its answer, not the max printed after
     image = widget(nb, 2).locator(".jp-OutputArea-output img")
     image.wait_for(state="visible")
     assert image.evaluate("img => img.complete && img.naturalWidth > 0 && img.naturalHeight > 0")
