@@ -12,7 +12,7 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import os
-from collections.abc import Iterable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -249,11 +249,6 @@ class Settings:
         given = {k: v for k, v in values.items() if k in OPTIONS and v is not None}
         return dataclasses.replace(self, **given)
 
-    @classmethod
-    def from_object(cls, source: Any, names: Iterable[str] = OPTIONS) -> Settings:
-        """Settings from attributes of the same names (traitlets, an argparse namespace)."""
-        return cls(**{name: getattr(source, name) for name in names if hasattr(source, name)})
-
     def load_model(self, dtype: str | None = None, backend: str | None = None) -> ModelBackend:
         """The model these settings name, with their device, dtype, runtime, adapter and server timeout
         (``dtype`` and ``backend`` override theirs): how solve(), the notebook and the command line
@@ -272,7 +267,3 @@ class Settings:
     def readable_paths(self) -> tuple[str, ...]:
         return tuple(sorted({p.strip() for p in self.readable.split(",") if p.strip()}))
 
-
-def samples_argument(text: str) -> int:
-    """``--samples`` (kept for callers that only need this one option)."""
-    return OPTIONS["samples"].parse(text)
