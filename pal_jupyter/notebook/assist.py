@@ -31,7 +31,9 @@ def ask(runtime: NotebookRuntime, request: Request) -> None:
     if request.quiet:
         print(summary_text(session, request.question, "done" if session.succeeded else "failed"))
     if request.insert:
-        runtime.insert(session, request.origin, run=request.run)
+        insertion = runtime.insert(session, request.origin, run=request.run)
+        if widget is not None and insertion.route == "extension":
+            widget.inserted()
     if widget is not None:
         widget.enable_insert_buttons(runtime.link.available and request.origin is not None)
         if runtime.defaults.freeze:

@@ -278,10 +278,16 @@ class PalWidget(LiveDisplay, SolveObserver):
         elapsed = time.monotonic() - self.started
         n = session.rounds
         if session.succeeded:
-            which = "" if session.samples == 1 else f" (program {session.final.sample} inserted)"  # type: ignore[union-attr]
+            which = "" if session.samples == 1 else f" (program {session.final.sample} chosen)"  # type: ignore[union-attr]
             self.set_status(f"worked at attempt {n} of {n}{which} · {elapsed:.1f} s")
         else:
             self.set_status(f"no working program after {n} attempt(s) · {elapsed:.1f} s; the last attempt is shown")
+        self._refresh_fallback()
+
+    def inserted(self) -> None:
+        """The chosen program was put into a new cell below (said only once it was: never under
+        --no-insert, nor where no frontend inserts cells)."""
+        self.set_status(f"{self.status} · inserted below")
         self._refresh_fallback()
 
     def fail(self, message: str) -> None:

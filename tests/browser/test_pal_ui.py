@@ -328,6 +328,8 @@ def test_several_programs_show_the_tally_and_each_program(jupyter_server, page, 
     shot(nb, request, "8-vote", box)
     nb.wait_for_cell_count(5)
     wait_until_idle(nb, 2, WIDGET_TIMEOUT_MS)
+    box.locator(".pal-status", has_text="(program 1 chosen) · ").filter(has_text="inserted below").first.wait_for(
+        timeout=WIDGET_TIMEOUT_MS)  # said once the extension has put the cell in, not before
     source = nb.sources()[3]
     assert "# attempt 1 of 1, program 1 of 3" in source and "# 2 of 3 programs agree on 150.0" in source, source
     assert source.rstrip().endswith("print(60 * 2.5)")
