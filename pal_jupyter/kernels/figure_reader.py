@@ -3,12 +3,13 @@
 This file is never imported by pal_jupyter: :mod:`.charts` sends its source to the kernel, where
 it runs in a namespace of its own (the program's globals stay as the program left them), after
 the program, while its figures are still open. It needs only matplotlib and the standard library.
-pandas' ``.plot`` and seaborn draw through matplotlib, so their charts read the same way.
+pandas' ``.plot`` draws through matplotlib, so its charts read the same way (tested); seaborn does
+too, but is not installed here and was not tested.
 
 Each axes becomes ``{"title", "xlabel", "ylabel", "series": [...]}``; each series is
 ``{"kind", "label", "points": [[x, y], ...]}`` where ``kind`` is
 
-* ``bars``: a bar container (``bar``, ``barh``, ``hist``; pandas and seaborn bar plots): x is the
+* ``bars``: a bar container (``bar``, ``barh``, ``hist``; pandas' bar plots and histograms): x is the
   category label under the bar (its tick label) or, without one, the bar's centre; y its height
   (its width for horizontal bars);
 * ``line``: a line in data coordinates; x is its x value, y its y value (vertical segments, such
