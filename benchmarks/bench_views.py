@@ -51,9 +51,9 @@ from pal_jupyter.engine.records import Attempt
 from pal_jupyter.engine.vote import mark_off_target, read_answer
 from pal_jupyter.errors import NoCodeError
 from pal_jupyter.evaluation.dataframes import SUITES, suite_rows
-from pal_jupyter.kernels import Chart, Series
 from pal_jupyter.evaluation.runner import read_rows
 from pal_jupyter.kernels import ExecutionResult, ExecutorLimits, KernelPool
+from pal_jupyter.kernels.charts import chart_from_json
 from pal_jupyter.kernels.results import ErrorInfo, StopReason
 
 GSM8K = Path(__file__).resolve().parents[2] / "shared" / "data" / "gsm8k" / "test.jsonl"
@@ -177,12 +177,7 @@ def _execution(program: dict[str, Any]) -> ExecutionResult | None:
     return ExecutionResult(StopReason(program["reason"]), stdout=program.get("stdout", ""),
                            outputs=program.get("outputs", []),
                            error=ErrorInfo(error[0], error[1], "") if error else None,
-                           charts=None if charts is None else [_chart(c) for c in charts])
-
-
-def _chart(saved: dict[str, Any]) -> Chart:
-    series = tuple(Series(s["kind"], s["label"], tuple((x, y) for x, y in s["points"])) for s in saved["series"])
-    return Chart(saved["title"], saved["xlabel"], saved["ylabel"], series)
+                           charts=None if charts is None else [chart_from_json(c) for c in charts])
 
 
 class Candidate:

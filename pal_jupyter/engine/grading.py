@@ -33,7 +33,7 @@ def is_correct(answer: ProgramAnswer | None, execution: ExecutionResult | None, 
     if isinstance(expected, dict):
         return execution is not None and execution.ok and draws(execution.charts, expected)
     if expected == "figure":
-        return execution is not None and execution.ok and (execution.has_mime("image/png") or execution.has_mime("image/svg+xml"))
+        return execution is not None and execution.ok and execution.shows_figure
     if answer is None or expected is None:
         return False
     if isinstance(expected, str):

@@ -318,22 +318,16 @@ def _values_hint(series: Any) -> str:
     return f"{len(distinct)} distinct: {shown}{', ...' if len(distinct) > 5 else ''}"
 
 
-DATA_INSTRUCTIONS = (
+_USE_AS_IS = (
     "These variables already exist in the program's Python session, holding the user's real "
     "data. Use them as they are: do not create them, load them from files, or replace them "
-    "with sample data. End by printing the answer (just the number, when the question asks "
-    "for a number)."
+    "with sample data."
 )
-
-
-# A chart is checked by the data it draws (engine.charts): the table printed first shows the user
-# the numbers, and the title and labels say what the chart shows.
-CHART_INSTRUCTIONS = (
-    "These variables already exist in the program's Python session, holding the user's real "
-    "data. Use them as they are: do not create them, load them from files, or replace them "
-    "with sample data. Compute the numbers the chart shows and print them, then draw the chart "
-    "from them, with a title and axis labels taken from the question."
-)
+DATA_INSTRUCTIONS = f"{_USE_AS_IS} End by printing the answer (just the number, when the question asks for a number)."
+# A chart is checked by the data it draws (engine.charts): the numbers printed first show the user
+# what it plots, and the title and labels say what the chart shows.
+CHART_INSTRUCTIONS = (f"{_USE_AS_IS} Compute the numbers the chart shows and print them, then draw the chart "
+                      "from them, with a title and axis labels taken from the question.")
 
 
 def _question_text(question: str, variables: Mapping[str, Any] | None, look: str | None = None) -> str:

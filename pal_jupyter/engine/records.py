@@ -64,6 +64,7 @@ def too_many_bars(drawn: int, column: str, distinct: int) -> str:
 
 
 NO_DATA_KEY = "no data"  # the ProgramAnswer key of a chart that drew no data (engine.charts)
+UNREAD_FIGURE_KEY = "figure"  # the key of a figure whose data could not be read back (all such agree)
 
 
 def no_value(printed: str) -> str:
@@ -166,7 +167,8 @@ class Vote:
     @property
     def agreeing(self) -> str:
         """What the agreeing programs did: 'agree', or for charts 'draw the same chart data'."""
-        charts = self.winner is not None and self.winner.answer.kind == "figure" and self.winner.answer.key != "figure"
+        answer = self.winner.answer if self.winner is not None else None
+        charts = answer is not None and answer.kind == "figure" and answer.key != UNREAD_FIGURE_KEY
         return "draw the same chart data" if charts else "agree"
 
 

@@ -42,7 +42,7 @@ from .answers import parse_number
 from .charts import chart_answer
 from ..kernels import ExecutionResult
 from .filters import NamedGroup, NamedPeriod, NamedValue, ignored_values
-from .records import (DREW_NO_DATA, NO_DATA_KEY, PRINTED_NOTHING, TABLE_FOR_NUMBER, Attempt, ProgramAnswer, Session, Vote, VoteGroup,
+from .records import (DREW_NO_DATA, NO_DATA_KEY, PRINTED_NOTHING, TABLE_FOR_NUMBER, UNREAD_FIGURE_KEY, Attempt, ProgramAnswer, Session, Vote, VoteGroup,
                       WeakVote, ignores, ignores_period, no_value, number_for_name, too_many_bars)
 
 _SERIES_FOOTER = re.compile(r"^(?:Name: .*, )?(?:Length: \d+, )?dtype: \w+$")
@@ -114,8 +114,8 @@ def read_answer(result: ExecutionResult | None) -> ProgramAnswer | None:
         if value is not None:
             return ProgramAnswer("number", last, value, key=format_number(value))
         return ProgramAnswer("text", last, key=_text_key(last))
-    if result.has_mime("image/png") or result.has_mime("image/svg+xml"):
-        return ProgramAnswer("figure", "a figure", key="figure")
+    if result.shows_figure:
+        return ProgramAnswer("figure", "a figure", key=UNREAD_FIGURE_KEY)
     return None
 
 

@@ -11,6 +11,7 @@ records, which the engine compares (:mod:`pal_jupyter.engine.charts`).
 from __future__ import annotations
 
 import ast
+import functools
 import json
 import logging
 import math
@@ -21,7 +22,6 @@ from typing import Any
 logger = logging.getLogger(__name__)
 
 Label = str | float | None  # a category's label, or a position on the x axis
-_READER_SOURCE = (Path(__file__).with_name("figure_reader.py")).read_text(encoding="utf-8")
 CHARTS_EXPRESSION = "charts"  # the name of the user expression the kernel answers
 
 
@@ -53,10 +53,12 @@ class Chart:
         return any(s.draws_data for s in self.series)
 
 
+@functools.cache  # read once, when a first figure is shown, not when pal_jupyter is imported
 def reader_expression() -> str:
     """An expression the kernel evaluates to the JSON of its open figures, in a namespace of its
     own: the program's globals are left exactly as the program left them."""
-    return f"(lambda ns: (exec({_READER_SOURCE!r}, ns), ns['read_figures']())[1])({{}})"
+    source = Path(__file__).with_name("figure_reader.py").read_text(encoding="utf-8")
+    return f"(lambda ns: (exec({source!r}, ns), ns['read_figures']())[1])({{}})"
 
 
 def parse_charts(reply: dict[str, Any]) -> list[Chart] | None:
@@ -67,13 +69,14 @@ def parse_charts(reply: dict[str, Any]) -> list[Chart] | None:
         return None
     try:
         raw = json.loads(ast.literal_eval(reply["data"]["text/plain"]))
-        return [_chart(axes) for axes in raw]
+        return [chart_from_json(axes) for axes in raw]
     except (KeyError, ValueError, TypeError, SyntaxError) as exc:
         logger.info("figures read back in an unexpected form: %s", exc)
         return None
 
 
-def _chart(axes: dict[str, Any]) -> Chart:
+def chart_from_json(axes: dict[str, Any]) -> Chart:
+    """A :class:`Chart` from its JSON form: what the kernel sends, or ``dataclasses.asdict`` of one."""
     series = tuple(Series(str(s["kind"]), _legend(s.get("label")), tuple((_label(x), _value(y)) for x, y in s["points"]))
                    for s in axes["series"])
     return Chart(str(axes.get("title") or ""), str(axes.get("xlabel") or ""), str(axes.get("ylabel") or ""), series)

@@ -337,18 +337,18 @@ class ChildKernel:
             # sockets are gone, and zmq says so in its own words.
             raise KernelError("The program's kernel was shut down while the program ran (its pool was closed).") \
                 from None
-        duration = time.monotonic() - started
-        showed_figure = any(mime.startswith("image/") for b in collector.outputs for mime in b.get("data", {}))
-        return ExecutionResult(
+        result = ExecutionResult(
             reason=reason,
             stdout=collector.text("stdout"),
             stderr=collector.text("stderr"),
             outputs=collector.outputs,
             error=error,
-            duration_s=duration,
+            duration_s=time.monotonic() - started,
             truncated=collector.truncated,
-            charts=self._read_charts() if reason is StopReason.OK and showed_figure else None,
         )
+        if result.ok and result.shows_figure:
+            result.charts = self._read_charts()
+        return result
 
     def _read_charts(self) -> list[Chart] | None:
         """What the program's open figures draw (:mod:`.charts`); None when they cannot be read."""

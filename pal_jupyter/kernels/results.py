@@ -59,3 +59,8 @@ class ExecutionResult:
 
     def has_mime(self, mime: str) -> bool:
         return any(mime in bundle.get("data", {}) for bundle in self.outputs)
+
+    @property
+    def shows_figure(self) -> bool:
+        """It displayed a picture (a matplotlib figure comes as PNG, or SVG when configured so)."""
+        return self.has_mime("image/png") or self.has_mime("image/svg+xml")
