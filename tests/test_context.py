@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import json
 import linecache
-import sys
 
 import pytest
 from kernel_driver import UserKernel, text_of
@@ -19,6 +18,7 @@ from pal_jupyter.engine.records import PromptContext, attempt_record
 from pal_jupyter.errors import SettingError
 from pal_jupyter.notebook.context import (CHARS_PER_TOKEN, ESTIMATE, MAX_CONTEXT_TOKENS, Cell, NotebookContext,
                                           collect, token_counter)
+from pal_jupyter.notebook.error_help import cell_error
 from pal_jupyter.notebook.magics import CELL_OPTIONS, PalMagics
 from pal_jupyter.notebook.session_html import summary_html, summary_text
 from pal_jupyter.training.examples import _example
@@ -35,32 +35,28 @@ class FakeCompiler:
 
 
 class FakeShell:
-    """What collect() reads of IPython's shell: ``user_ns['In']`` (index = execution count), the
-    running cell's number, and the compiler that names cell files."""
+    """What collect() and cell_error() read of IPython's shell: ``user_ns['In']`` (index = execution
+    count), the running cell's number, and the compiler that names cell files."""
 
     def __init__(self, *cells: str):
         self.user_ns = {"In": ["", *cells]}
         self.execution_count = len(cells)  # the last cell is the one running (the %%pal cell)
         self.compile = FakeCompiler()
 
-    def raise_in(self, number: int) -> BaseException:
-        """Run In[number] as IPython would (its own file name, its lines in linecache); its error."""
+    def raise_in(self, number: int):
+        """Run In[number] as IPython would (its own file name, its lines in linecache); the record
+        of its error, as the cell watcher makes it."""
         source, filename = self.user_ns["In"][number], f"/tmp/ipykernel_0/cell{number}.py"
         self.compile.files[filename] = number
         linecache.cache[filename] = (len(source), None, source.splitlines(True), filename)
         try:
             exec(compile(source, filename, "exec"), {})
         except Exception as error:  # noqa: BLE001 - the error is the point
-            return error
+            return cell_error(self, error)
         raise AssertionError(f"In[{number}] raised nothing")
 
 
-@pytest.fixture
-def no_last_error(monkeypatch):
-    monkeypatch.delattr(sys, "last_value", raising=False)
-
-
-def test_the_last_code_cells_oldest_first_without_pal_cells_empty_ones_or_the_running_one(no_last_error):
+def test_the_last_code_cells_oldest_first_without_pal_cells_empty_ones_or_the_running_one():
     shell = FakeShell("a = 1", "b = 2", "%%pal\nWhat is a?", "   \n", "c = a + b\n%pal_hint\n", "d = 4",
                       "%%pal --context 3\nWhy?")
     context = collect(shell, 3)
@@ -72,17 +68,16 @@ def test_the_last_code_cells_oldest_first_without_pal_cells_empty_ones_or_the_ru
         "Context: nothing sent (no code cell ran before this one)"
 
 
-def test_the_same_cells_from_ins_transformed_form(no_last_error):
+def test_the_same_cells_from_ins_transformed_form():
     shell = FakeShell("x = 1", "get_ipython().run_cell_magic('pal', '', 'Q\\n')", "y = 2",
                       "get_ipython().run_cell_magic('pal', '--context 5', 'Why\\n')")
     assert [c.source for c in collect(shell, 5).cells] == ["x = 1", "y = 2"]
 
 
-def test_the_last_error_comes_with_the_cells_that_raised_it(monkeypatch):
+def test_the_last_error_comes_with_the_cells_that_raised_it():
     shell = FakeShell("speed = 60", "hours = 2\nprint(sped * hours)", "%%pal --context 2\nFix the error above")
-    monkeypatch.setattr(sys, "last_value", shell.raise_in(2), raising=False)
-    context = collect(shell, 2)
-    assert context.error is not None and context.error.kind == "NameError"
+    context = collect(shell, 2, shell.raise_in(2))
+    assert context.error is not None and context.error.name == "NameError"
     assert context.prompt_text().endswith(
         "The last error (In [2], line 2: print(sped * hours)):\nNameError: name 'sped' is not defined")
     assert context.note() == ("Context sent: the last 2 cells (3 lines) and the last error (NameError), "
@@ -90,29 +85,29 @@ def test_the_last_error_comes_with_the_cells_that_raised_it(monkeypatch):
     assert context.tokens == -(-len(context.prompt_text()) // CHARS_PER_TOKEN)
 
 
-def test_an_older_error_or_one_of_a_pal_cell_is_not_sent(monkeypatch):
+def test_an_older_error_is_not_sent():
     shell = FakeShell("1/0", "a = 1", "b = 2", "%%pal --context 2\nQ")
-    monkeypatch.setattr(sys, "last_value", shell.raise_in(1), raising=False)
-    assert collect(shell, 2).error is None  # raised before the 2 cells sent: likely fixed since
-    assert collect(shell, 3).error.kind == "ZeroDivisionError"
-    pal = FakeShell("a = 1", "%%pal --bogus\nQ", "%%pal --context 2\nQ")
-    pal.user_ns["In"][2] = "get_ipython().run_cell_magic('pal', '--bogus', 'Q')\n1/0"  # an error of our magic
-    monkeypatch.setattr(sys, "last_value", pal.raise_in(2), raising=False)
-    assert collect(pal, 2).error is None
+    error = shell.raise_in(1)
+    assert collect(shell, 2, error).error is None  # raised before the 2 cells sent: likely fixed since
+    assert collect(shell, 3, error).error.name == "ZeroDivisionError"
+    # (An error of a pal cell is ours, not the notebook's: the watcher never records one, see
+    # test_one_error_is_one_record_for_the_hints_the_context_and_pal_explain.)
 
 
-def test_a_syntax_error_names_its_line(monkeypatch):
+def test_a_syntax_error_names_its_line():
     shell = FakeShell("x = (1,\ny = 2", "%%pal --context 1\nWhat is wrong?")
     shell.compile.files["/tmp/ipykernel_0/cell1.py"] = 1
     try:
         compile(shell.user_ns["In"][1], "/tmp/ipykernel_0/cell1.py", "exec")
-    except SyntaxError as error:
-        monkeypatch.setattr(sys, "last_value", error, raising=False)
-    context = collect(shell, 1)
-    assert context.error is not None and context.error.kind == "SyntaxError" and context.error.at.startswith("In [1]")
+    except SyntaxError as raised:
+        error = cell_error(shell, raised)
+    context = collect(shell, 1, error)
+    assert context.error is not None and context.error.name == "SyntaxError" and context.error.failed_at.cell == 1
+    assert context.prompt_text().endswith("The last error (In [1], line 1: x = (1,):\n"
+                                          f"SyntaxError: {error.message}")
 
 
-def test_the_cap_leaves_out_older_cells_first_and_says_so(no_last_error):
+def test_the_cap_leaves_out_older_cells_first_and_says_so():
     big = "\n".join(f"value_{i} = {i} * 1000" for i in range(60))  # ~1,200 characters: ~350 tokens estimated
     shell = FakeShell(big, big, big, "tail = 1", "%%pal --context 4\nQ")
     context = collect(shell, 4)
@@ -123,7 +118,7 @@ def test_the_cap_leaves_out_older_cells_first_and_says_so(no_last_error):
     assert "value_" in context.prompt_text() and context.prompt_text().startswith("In [2]:")
 
 
-def test_one_cell_over_the_cap_alone_keeps_its_last_lines(no_last_error):
+def test_one_cell_over_the_cap_alone_keeps_its_last_lines():
     huge = "\n".join(f"row_{i} = {i} * 1000" for i in range(400))
     context = collect(FakeShell("early = 0", huge, "%%pal --context 2\nQ"), 2)
     (cell,) = context.cells
@@ -137,7 +132,7 @@ def test_one_cell_over_the_cap_alone_keeps_its_last_lines(no_last_error):
     assert alone.cells == () and alone.note() == "Context: nothing sent: 1 older cell left out by the 1000-token cap"
 
 
-def test_the_models_tokenizer_counts_when_the_backend_has_one(no_last_error):
+def test_the_models_tokenizer_counts_when_the_backend_has_one():
     class Backend:
         tokenizer = build_tokenizer()
 

@@ -7,9 +7,11 @@ users otherwise paste into it. What is sent, and why it is kept small and in sig
   model, and every token of context is read (prefilled) before the first program is written.
 - **Bounded.** The source of the last N code cells run before the ``%%pal`` cell, oldest first
   (``%%pal``/``%pal*`` cells are questions, not code, and empty cells say nothing: both skipped),
-  and the last error the kernel showed (type, message, failing line) only when one of those cells
-  or a later one raised it: an older error is most likely fixed already. Never a variable's value:
-  the data still goes only by ``--use`` and the names a question mentions.
+  and the last error a code cell raised (type, message, failing line: the
+  :class:`~pal_jupyter.classroom.cell_error.CellError` that the cell watcher of
+  :mod:`.error_help` recorded) only when one of those cells or a later one raised it: an older
+  error is most likely fixed already. Never a variable's value: the data still goes only by
+  ``--use`` and the names a question mentions.
 - **Capped** at :data:`MAX_CONTEXT_TOKENS`: older cells are left out first; a single cell that is
   over the cap alone keeps its last lines (the end of a cell is what ran last and what a question
   about it is most likely about). Counted with the model's tokenizer where the backend has one
@@ -23,20 +25,18 @@ users otherwise paste into it. What is sent, and why it is kept small and in sig
 from __future__ import annotations
 
 import dataclasses
-import linecache
 import math
 import re
-import sys
-import traceback
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from ..classroom.cell_error import CellError
 from ..engine.options import MAX_CONTEXT_TOKENS
 from ..engine.records import PromptContext
 
-__all__ = ["CHARS_PER_TOKEN", "MAX_CONTEXT_TOKENS", "Cell", "LastError", "NotebookContext", "TokenCounter",
-           "cell_frames", "code_of", "collect", "token_counter"]
+__all__ = ["CHARS_PER_TOKEN", "MAX_CONTEXT_TOKENS", "Cell", "NotebookContext", "TokenCounter", "cell_sources",
+           "code_of", "collect", "token_counter"]
 
 #: The estimate where no tokenizer is at hand: BPE tokenizers of code models read Python at about
 #: 3 to 4 characters a token; the lower end keeps the estimate from undercounting much.
@@ -47,8 +47,6 @@ MAX_ERROR_CHARS = 300  # of the error's message: its start says what went wrong;
 # `In` holds them, transformed ("get_ipython().run_cell_magic('pal', ...)").
 _PAL_MAGIC = re.compile(r"^\s*%{1,2}pal\w*(\s|$)")
 _PAL_PARSED = re.compile(r"""^\s*get_ipython\(\)\.run_(?:cell|line)_magic\(['"]pal\w*['"]""")
-_CELL_NAME = re.compile(r"In\[(\d+)\]")
-_OLD_CELL_FILE = re.compile(r"<ipython-input-(\d+)-")  # IPython before 8 named cells this way
 
 
 @dataclass(frozen=True)
@@ -96,29 +94,13 @@ class Cell:
 
 
 @dataclass(frozen=True)
-class LastError:
-    """The last error the kernel showed: its type and message, and where: the cell that was run
-    (``cell``) and the line of the user's code that failed (``at``, e.g. "In [4], line 2")."""
-
-    kind: str
-    message: str
-    cell: int
-    at: str
-    line: str = ""
-
-    def text(self) -> str:
-        line = f": {self.line}" if self.line else ""
-        return f"The last error ({self.at}{line}):\n{self.kind}: {self.message}"
-
-
-@dataclass(frozen=True)
 class NotebookContext:
     """What a question is sent with from the notebook: ``cells`` (oldest first) and ``error``, after
     the cap. ``candidates`` are the cells before it (so the cap can be applied again with the model's
     tokenizer once the model is loaded: :meth:`sent_to`); ``left_out`` of them did not fit."""
 
     candidates: tuple[Cell, ...] = ()
-    error: LastError | None = None
+    error: CellError | None = None
     cells: tuple[Cell, ...] = ()
     tokens: int = 0
     counter: TokenCounter = field(default=ESTIMATE, repr=False, compare=False)
@@ -162,7 +144,7 @@ class NotebookContext:
             lines = sum(cell.lines for cell in self.cells)
             sent.append(f"{count} ({lines} line{'s' if lines != 1 else ''})")
         if self.error is not None:
-            sent.append(f"the last error ({self.error.kind})")
+            sent.append(f"the last error ({self.error.name})")
         note = f"Context sent: {' and '.join(sent)}, {self.counter.describe(self.tokens)}"
         return note + (f"; {left_out} left out by the {self.cap}-token cap" if left_out else "")
 
@@ -173,12 +155,24 @@ class NotebookContext:
         return " and ".join(parts)
 
 
-def _text(cells: Sequence[Cell], error: LastError | None) -> str:
-    parts = [cell.text() for cell in cells] + ([error.text()] if error is not None else [])
+def _text(cells: Sequence[Cell], error: CellError | None) -> str:
+    parts = [cell.text() for cell in cells] + ([_error_text(error)] if error is not None else [])
     return "\n\n".join(parts)
 
 
-def _last_lines_fitting(cell: Cell, error: LastError | None, counter: TokenCounter, cap: int) -> list[Cell]:
+def _error_text(error: CellError) -> str:
+    """The error as the model reads it: where it failed (a cell's line, maybe of an earlier cell
+    than the one run), then its type and message, in one line cut at MAX_ERROR_CHARS."""
+    at = error.failed_at
+    assert at is not None  # collect() sends only an error it can place
+    message = " ".join(error.message.split())
+    if len(message) > MAX_ERROR_CHARS:
+        message = message[:MAX_ERROR_CHARS] + " ..."
+    line = f": {at.code}" if at.code else ""
+    return f"The last error (In [{at.cell}], line {at.line}{line}):\n{error.name}: {message}"
+
+
+def _last_lines_fitting(cell: Cell, error: CellError | None, counter: TokenCounter, cap: int) -> list[Cell]:
     """``cell`` cut to the most of its last lines that fit (a binary search: a tokenizer is not free),
     or nothing when not even its last line does."""
     low, high = 0, cell.lines - 1  # the most lines known to fit, the most that might
@@ -194,21 +188,31 @@ def _last_lines_fitting(cell: Cell, error: LastError | None, counter: TokenCount
 # ---------------------------------------------------------------------------------- collection
 
 
-def collect(shell: Any, count: int, counter: TokenCounter = ESTIMATE, cap: int = MAX_CONTEXT_TOKENS) -> NotebookContext:
-    """The last ``count`` code cells run before the current one and the last error, under ``cap``.
+def collect(shell: Any, count: int, last_error: CellError | None = None, counter: TokenCounter = ESTIMATE,
+            cap: int = MAX_CONTEXT_TOKENS) -> NotebookContext:
+    """The last ``count`` code cells run before the current one and ``last_error`` (the last error
+    a code cell raised, as the cell watcher recorded it) when one of them or a later one raised it,
+    under ``cap``.
 
     ``shell`` is IPython's (or anything with ``user_ns['In']``): the cells' sources come from its
     raw input history where it keeps one (what the user typed), else from ``In``.
     """
-    history = _history(shell)
+    history = cell_sources(shell)
     current = min(getattr(shell, "execution_count", len(history)), len(history))  # this cell's In [n]
     cells = _recent_cells(history, current, count)
     since = cells[0].number if cells else current
-    error = last_error(shell, history, since)
+    error = last_error if _placed_since(last_error, since) else None
     return NotebookContext(candidates=tuple(cells), error=error).fitted(counter, cap)
 
 
-def _history(shell: Any) -> Sequence[str]:
+def _placed_since(error: CellError | None, since: int) -> bool:
+    """Whether ``error`` was raised by cell ``since`` or a later one, at a line of a cell: an error
+    not raised by a cell's own code, or by one we cannot place, is of unknown age."""
+    return error is not None and error.failed_at is not None and error.cell is not None and error.cell >= since
+
+
+def cell_sources(shell: Any) -> Sequence[str]:
+    """The cells' sources by their ``In [n]``: as typed (IPython's raw input history), else ``In``."""
     raw = getattr(getattr(shell, "history_manager", None), "input_hist_raw", None)
     return raw if isinstance(raw, list) else shell.user_ns.get("In", [""])
 
@@ -236,44 +240,3 @@ def code_of(source: str) -> str:
 def _is_pal(line: str) -> bool:
     return bool(_PAL_MAGIC.match(line) or _PAL_PARSED.match(line))
 
-
-def last_error(shell: Any, history: Sequence[str], since: int) -> LastError | None:
-    """``sys.last_value`` (IPython sets it for every error it shows) when cell ``since`` or a later
-    one raised it, and that cell is code (an error of a ``%%pal`` cell is ours, not the notebook's)."""
-    value = getattr(sys, "last_value", None)
-    if not isinstance(value, BaseException):
-        return None
-    frames = cell_frames(shell, value)
-    if not frames:  # not raised by a cell's own code, or by one we cannot place: its age is unknown
-        return None
-    ran = frames[0][0]
-    if ran < since or ran >= len(history) or not code_of(history[ran]):
-        return None
-    number, lineno, line = frames[-1]  # the failing line of the user's code, maybe in an earlier cell
-    message = " ".join(str(value).split())
-    if len(message) > MAX_ERROR_CHARS:
-        message = message[:MAX_ERROR_CHARS] + " ..."
-    return LastError(type(value).__name__, message, ran, f"In [{number}], line {lineno}", line)
-
-
-def cell_frames(shell: Any, error: BaseException) -> list[tuple[int, int, str]]:
-    """(cell number, line number, line) of each traceback frame in a cell's code, outermost first."""
-    frames = []
-    for frame, lineno in traceback.walk_tb(error.__traceback__):
-        filename = frame.f_code.co_filename
-        number = cell_number(shell, filename)
-        if number is not None:
-            frames.append((number, lineno, linecache.getline(filename, lineno).strip()))
-    if isinstance(error, SyntaxError) and error.filename:  # raised compiling the cell: no frame of its own
-        number = cell_number(shell, error.filename)
-        if number is not None and error.lineno:
-            frames.append((number, error.lineno, (error.text or "").strip()))
-    return frames
-
-
-def cell_number(shell: Any, filename: str) -> int | None:
-    """The ``In [n]`` whose code IPython compiled under ``filename``; None for any other file."""
-    format_code_name = getattr(getattr(shell, "compile", None), "format_code_name", None)
-    named = format_code_name(filename) if format_code_name is not None else None
-    match = _CELL_NAME.fullmatch(named[1]) if named else _OLD_CELL_FILE.match(filename)
-    return int(match.group(1)) if match else None

@@ -18,6 +18,9 @@ Nothing here calls the model: an offer costs one small comm message.
 
 from __future__ import annotations
 
+import linecache
+import re
+import sys
 import time
 import traceback
 from collections import OrderedDict
@@ -26,8 +29,9 @@ from typing import Any
 
 from IPython.display import display
 
+from ..classroom.cell_error import CellError, CellLine
 from .cells import current_cell_id
-from .context import cell_frames, code_of
+from .context import cell_sources, code_of
 from .session_html import notice_bundle
 
 KEEP_FAILURES = 20  # failed cells remembered by id: enough for a lesson, bounded for a long session
@@ -36,46 +40,69 @@ QUIET_ERRORS = (KeyboardInterrupt, SystemExit)  # the user stopped it: nothing t
 TIP = ("Stuck on this error? Run %pal_explain in a new cell for an explanation in plain words"
        " (%pal_hint gives the next hint of a tutor question).")
 
+_CELL_NAME = re.compile(r"In\[(\d+)\]")
+_OLD_CELL_FILE = re.compile(r"<ipython-input-(\d+)-")  # IPython before 8 named cells this way
 
-@dataclass
+
+@dataclass(frozen=True)
 class CellRun:
-    """One run of a user's cell: its source, and the error it raised with where it failed."""
+    """One run of a user's cell: its id, its source, and the error to explain (None when it ran
+    cleanly, or the user stopped it)."""
 
     cell_id: str | None
     source: str
-    error: BaseException | None = None
-    number: int | None = None  # In [n]
-    failed_at: tuple[int, int, str] | None = None  # (In [n], line, code) of the failing line, if in a cell
+    error: CellError | None = None
     finished: float = field(default_factory=time.time)
-
-    @classmethod
-    def of(cls, shell: Any, cell_id: str | None, source: str, error: BaseException | None,
-           number: int | None = None) -> CellRun:
-        """A run of cell ``In [number]`` (by default the cell the error was raised from); with an
-        error, where in the notebook's cells it failed."""
-        frames = cell_frames(shell, error) if error is not None else []
-        if number is None and frames:
-            number = frames[0][0]
-        return cls(cell_id, source, error, number, frames[-1] if frames else None)
 
     @property
     def failed(self) -> bool:
         return self.error is not None
 
-    @property
-    def error_name(self) -> str:
-        return type(self.error).__name__ if self.error is not None else ""
 
-    def error_text(self) -> str:
-        """The error as a beginner reads it: the failing line, then the exception line."""
-        if self.error is None:
-            return ""
-        text = "".join(traceback.format_exception_only(type(self.error), self.error)).strip()
-        if self.failed_at is not None and not isinstance(self.error, SyntaxError):  # a SyntaxError shows its line
-            number, line, code = self.failed_at
-            where = f"line {line}" if number == self.number else f"In [{number}], line {line}"
-            text = f"{where}: {code}\n{text}"
-        return text
+def cell_error(shell: Any, error: BaseException, source: str | None = None, cell: int | None = None) -> CellError:
+    """The record of ``error``, raised running ``In [cell]`` (by default the cell of its outermost
+    frame in a cell), whose source is ``source`` (by default that cell's, as typed; for an error
+    that no cell's code raised, the last cell run)."""
+    frames = cell_frames(shell, error)
+    if cell is None and frames:
+        cell = frames[0].cell
+    if source is None:
+        sources = cell_sources(shell)
+        source = sources[cell] if cell is not None and cell < len(sources) else (sources[-1] if sources else "")
+    return CellError(type(error).__name__, _said(error),
+                     "".join(traceback.format_exception_only(type(error), error)).strip(),
+                     tuple(frames), cell, source)
+
+
+def _said(error: BaseException) -> str:
+    try:
+        return str(error)
+    except Exception:  # noqa: BLE001 - a user's exception class may fail to say itself
+        return "<exception str() failed>"
+
+
+def cell_frames(shell: Any, error: BaseException) -> list[CellLine]:
+    """The lines of the traceback in a cell's code, outermost first (with, for a SyntaxError
+    raised compiling a cell, the line it could not read)."""
+    frames = []
+    for frame, lineno in traceback.walk_tb(error.__traceback__):
+        filename = frame.f_code.co_filename
+        number = cell_number(shell, filename)
+        if number is not None:
+            frames.append(CellLine(number, lineno, linecache.getline(filename, lineno).strip()))
+    if isinstance(error, SyntaxError) and error.filename:  # raised compiling the cell: no frame of its own
+        number = cell_number(shell, error.filename)
+        if number is not None and error.lineno:
+            frames.append(CellLine(number, error.lineno, (error.text or "").strip()))
+    return frames
+
+
+def cell_number(shell: Any, filename: str) -> int | None:
+    """The ``In [n]`` whose code IPython compiled under ``filename``; None for any other file."""
+    format_code_name = getattr(getattr(shell, "compile", None), "format_code_name", None)
+    named = format_code_name(filename) if format_code_name is not None else None
+    match = _CELL_NAME.fullmatch(named[1]) if named else _OLD_CELL_FILE.match(filename)
+    return int(match.group(1)) if match else None
 
 
 class CellWatcher:
@@ -85,6 +112,10 @@ class CellWatcher:
         self.runtime = runtime
         self.failures: OrderedDict[str, CellRun] = OrderedDict()
         self.runs: list[CellRun] = []
+        # The last error a user's code cell raised, an interruption too (the notebook showed it):
+        # what a question's context sends. Until a watched cell raises one, the last error from
+        # before the watch began (raised before the extension was loaded, or by the cell loading it).
+        self.last_error: CellError | None = None
         self.tip_shown = False
         self._shell: Any = None
         # Loaded from a cell (%load_ext), that cell ends after the watch began: it is not one of
@@ -97,6 +128,7 @@ class CellWatcher:
             events.register("pre_run_cell", self.pre_run_cell)
             events.register("post_run_cell", self.post_run_cell)
             self._shell = shell
+            self.last_error = self._error_before_watch()
 
     def unregister(self) -> None:
         if self._shell is not None:
@@ -108,7 +140,7 @@ class CellWatcher:
             self._shell = None
 
     @property
-    def last(self) -> CellRun | None:
+    def last_run(self) -> CellRun | None:
         return self.runs[-1] if self.runs else None
 
     def failure(self, cell_id: str) -> CellRun | None:
@@ -123,19 +155,29 @@ class CellWatcher:
         self._watching = True
 
     def post_run_cell(self, result: Any) -> None:
-        if not self._watching:  # the cell that loaded the extension
-            return
         source = getattr(result.info, "raw_cell", "") or ""
         if not code_of(source):  # empty, or a pal magic: its failures are its own one-line messages
             return
-        error = result.error_in_exec or result.error_before_exec
-        if isinstance(error, QUIET_ERRORS):
-            error = None
+        raised = result.error_in_exec or result.error_before_exec
+        error = cell_error(self._shell, raised, source, result.execution_count) if raised is not None else None
+        if error is not None:
+            self.last_error = error
+        if not self._watching:  # the cell that loaded the extension: its error is the last, but it is no run
+            return
         cell_id = getattr(result.info, "cell_id", None) or current_cell_id(self._shell)
-        run = CellRun.of(self._shell, cell_id, source, error, result.execution_count)
+        run = CellRun(cell_id, source, None if isinstance(raised, QUIET_ERRORS) else error)
         self._remember(run)
         if run.failed:
             self.offer(run)
+
+    def _error_before_watch(self) -> CellError | None:
+        """The last error IPython showed before the watch began (it keeps it in ``sys.last_value``),
+        when a code cell raised it."""
+        raised = getattr(sys, "last_value", None) or getattr(sys, "last_exc", None)
+        if not isinstance(raised, BaseException):
+            return None
+        error = cell_error(self._shell, raised)
+        return error if code_of(error.source) else None
 
     def _remember(self, run: CellRun) -> None:
         self.runs = [*self.runs[-(KEEP_RUNS - 1):], run]
@@ -156,7 +198,7 @@ class CellWatcher:
             return
         link = self.runtime.link
         if link.available and run.cell_id:
-            link.send({"action": "offer_help", "cell_id": run.cell_id, "ename": run.error_name,
+            link.send({"action": "offer_help", "cell_id": run.cell_id, "ename": run.error.name,
                        "actions": self.actions(run)})
         elif policy.error_help == "tip" and not self.tip_shown:
             self.tip_shown = True

@@ -187,7 +187,7 @@ class NotebookRuntime:
             run=getattr(args, "run", False) or self.defaults.run_inserted,
             quiet=getattr(args, "quiet", False),
             hint_level=getattr(args, "hint_level", None), expect=getattr(args, "expect", None),
-            context=collect(self.shell, settings.context) if settings.context else None,
+            context=collect(self.shell, settings.context, self.cells.last_error) if settings.context else None,
         )
 
     def _mode(self, args: Any) -> str:

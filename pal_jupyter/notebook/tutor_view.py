@@ -8,10 +8,8 @@ takes the session's :class:`~pal_jupyter.notebook.runtime.NotebookRuntime`.
 
 from __future__ import annotations
 
-import dataclasses
 import html
 import inspect
-import sys
 import time
 from typing import Any
 
@@ -20,6 +18,7 @@ from IPython.display import display
 from ..classroom.tutor import (TutorPlan, check_code, competing_approaches, explain_error, prepare_hints,
                                scrub_answer)
 from ..engine.loop import SolveObserver
+from ..classroom.cell_error import CellError
 from ..engine.records import Vote
 from ..errors import NoCodeError, PalError
 from .error_help import CellRun
@@ -248,10 +247,13 @@ def explain(runtime: NotebookRuntime, cell_id: str | None = None) -> None:
         if run is None:
             raise PalError("No error is recorded for that cell: it ran cleanly since, or the kernel restarted. "
                            "Run the cell again to see its error, then ask again.")
+        error = run.error
     else:
-        run = runtime.cells.last or _error_before_watching(runtime.shell)
-    if run is not None and run.failed:
-        _explain_error(runtime, run)
+        run = runtime.cells.last_run
+        # Nothing ran since the watch began: the error from before it (raised before the extension loaded).
+        error = run.error if run is not None else runtime.cells.last_error
+    if error is not None:
+        _explain_error(runtime, error)
         return
     plan = runtime.tutor_plan
     if run is not None and plan is not None and plan.sure and plan.answer_value is not None \
@@ -262,33 +264,22 @@ def explain(runtime: NotebookRuntime, cell_id: str | None = None) -> None:
                    "error of the cell run before it (or, with a tutor question open, a wrong result).")
 
 
-def _error_before_watching(shell: Any) -> CellRun | None:
-    """An error raised before the extension was loaded: IPython keeps the last one."""
-    error = getattr(sys, "last_value", None) or getattr(sys, "last_exc", None)
-    if error is None:
-        return None
-    run = CellRun.of(shell, None, "", error)
-    history = shell.user_ns.get("In", [])
-    source = history[run.number] if run.number is not None and run.number < len(history) else _failing_cell(shell)
-    return dataclasses.replace(run, source=source)
-
-
-def _explain_error(runtime: NotebookRuntime, run: CellRun) -> None:
+def _explain_error(runtime: NotebookRuntime, error: CellError) -> None:
     """The error in plain words; in tutor mode (or without solutions) a hint that names the line."""
     policy = runtime.policy
     as_hint = policy.mode == "tutor" or not policy.solutions_allowed
-    text = run.error_text()
+    text = error.report()
     known = [name for name, value in runtime.shell.user_ns.items() if not callable(value) or inspect.isfunction(value)]
-    explanation = explain_error(run.source, text, runtime.backend(runtime.settings()), as_hint=as_hint, known=known)
+    explanation = explain_error(error.source, text, runtime.backend(runtime.settings()), as_hint=as_hint, known=known)
     plan = runtime.tutor_plan
     if plan is not None and not policy.solutions_allowed:
         explanation = scrub_answer(explanation, plan.answer_value)
-    runtime.classlog.explain(_new_id("explain"), question=text.splitlines()[-1], error_type=run.error_name)
+    runtime.classlog.explain(_new_id("explain"), question=text.splitlines()[-1], error_type=error.name)
     label = "A hint" if as_hint else "What went wrong"
     display({"text/plain": f"{text}\n{label}: {explanation}",
              "text/html": f"{STYLE}<pre class='pal-error'>{html.escape(text)}</pre>"
                           f"<div class='pal-explanation'><b>{label}:</b> {html.escape(explanation)}</div>"},
-            raw=True, metadata={"pal_jupyter": {"explain": run.error_name}})
+            raw=True, metadata={"pal_jupyter": {"explain": error.name}})
 
 
 def _check_result(runtime: NotebookRuntime, plan: TutorPlan, runs: list[CellRun]) -> None:
@@ -316,11 +307,3 @@ def _line_in_cell(runs: list[CellRun], line: int | None) -> int | None:
         line -= count + 1
     return None
 
-
-def _failing_cell(shell: Any) -> str:
-    """The source of the cell before this one (the one that raised), from IPython's history."""
-    inputs = shell.user_ns.get("In", [])
-    for source in reversed(inputs[:-1]):
-        if source.strip() and not source.lstrip().startswith("%pal_explain"):
-            return source
-    return ""
