@@ -4,13 +4,20 @@ The step pointer on real child kernels; the notebook flow in a real user kernel 
 model (the same set-up as ``test_tutor.py``), a real comm for the extension's side.
 """
 
+from types import SimpleNamespace
+
 import pytest
+from IPython.core.interactiveshell import InteractiveShell
 from kernel_driver import UserKernel, text_of
 from test_tutor import PROGRAM, SETUP, log_events, start_kernel
 
-from pal_jupyter import KernelPool
+from pal_jupyter import KernelPool, ScriptedBackend
+from pal_jupyter.classroom import tutor
 from pal_jupyter.classroom.steps import Step, first_unmatched_step, step_to_recheck
+from pal_jupyter.classroom.cell_error import located_error
 from pal_jupyter.classroom.error_hints import typo_hint
+from pal_jupyter.engine.options import OPTIONS
+from pal_jupyter.notebook.magics import PalMagics
 
 PENCILS = "total = 12 * 24\ngiven = 3 * 85\nprint(total - given)"  # 12 boxes of 24 pencils, 3 each to 85 students
 
@@ -135,11 +142,11 @@ def test_the_hourly_limit_counts_requests_from_the_class_log(tmp_path):
 
 
 def test_a_misspelt_name_is_said_plainly_with_the_name_meant():
-    error = "line 2: print(totl)\nNameError: name 'totl' is not defined"
+    error = located_error("NameError", "name 'totl' is not defined", 2, "print(totl)")
     assert "spelling slip for `total`" in typo_hint("total = 3\nprint(totl)", error)
     assert "spelling slip for `total`" in typo_hint("print(totl)", error, known=["total"])  # an earlier cell's name
-    assert typo_hint("print(zzz)", "NameError: name 'zzz' is not defined", known=["total"]) is None
-    assert typo_hint("1 / 0", "ZeroDivisionError: division by zero") is None
+    assert typo_hint("print(zzz)", located_error("NameError", "name 'zzz' is not defined"), known=["total"]) is None
+    assert typo_hint("1 / 0", located_error("ZeroDivisionError", "division by zero")) is None
 
 
 def test_explain_names_a_name_from_an_earlier_cell(tmp_path):
@@ -174,3 +181,40 @@ def test_an_error_raised_before_the_extension_loaded_is_still_explained(tmp_path
         assert "line 2: print(12 / divisor)" in text and "ZeroDivisionError" in text and "cannot divide by zero" in text
     finally:
         kernel.close()
+
+
+def test_one_error_is_one_record_for_the_hints_the_context_and_pal_explain(tmp_path, monkeypatch, capsys):
+    """A real in-process IPython shell: the error the watcher records from the cell is the very
+    record the context sends, %pal_explain explains and the hints read."""
+    monkeypatch.setenv("PAL_JUPYTER_LOG_DIR", str(tmp_path))
+    monkeypatch.delattr("sys.last_value", raising=False)  # no error from before the watch
+    shell = InteractiveShell.instance()
+    magics = PalMagics(shell)
+    runtime = magics.runtime
+    runtime.cells.register(shell)
+    monkeypatch.setattr(runtime, "backend", lambda settings: ScriptedBackend([]))  # no model is asked
+    hinted = []  # the records the hints are given
+    monkeypatch.setattr(tutor, "typo_hint", lambda code, error, known=(): hinted.append(error) or typo_hint(code, error, known))
+    try:
+        shell.run_cell("speed = 60", store_history=True)
+        shell.run_cell("hours = 2\nprint(sped * hours)", store_history=True)
+        error = runtime.cells.last_error
+        ran = shell.execution_count - 1
+        assert error is runtime.cells.last_run.error and error.name == "NameError" and error.cell == ran
+        assert error.failed_at == (ran, 2, "print(sped * hours)") and error.source == "hours = 2\nprint(sped * hours)"
+        shell.run_cell("%%pal --context 2\nQ", store_history=True)  # a pal cell's own error is not the notebook's
+        assert runtime.cells.last_error is error
+
+        args = SimpleNamespace(**{**{name: None for name in OPTIONS}, "use": [], "context": 2})
+        context = runtime.resolve(args, "Fix the error above").context
+        assert context.error is error
+        assert context.prompt_text().endswith(
+            f"The last error (In [{ran}], line 2: print(sped * hours)):\nNameError: name 'sped' is not defined")
+
+        magics.pal_explain("")
+        shown = capsys.readouterr().out
+        assert hinted == [error]  # %pal_explain gave the hints the watcher's record
+        assert "line 2: print(sped * hours)\nNameError: name 'sped' is not defined" in shown
+        assert "spelling slip for `speed`" in shown
+    finally:
+        runtime.close()

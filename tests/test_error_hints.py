@@ -1,15 +1,18 @@
 """Hints without the model for a beginner's commonest errors, from errors Python really raises.
 
-Each case runs its code, and the hint is made from the error as the notebook shows it
-(``line N: code`` then the exception line, or a SyntaxError as Python formats it).
+Each case runs its code as a notebook cell, and the hint is made from the record of its error
+that the notebook's cell watcher makes (``notebook.error_help.cell_error``).
 """
 
-import traceback
+import linecache
 import warnings
+from types import SimpleNamespace
 
 import pytest
 
+from pal_jupyter.classroom.cell_error import CellError, CellLine
 from pal_jupyter.classroom.error_hints import plain_hint
+from pal_jupyter.notebook.error_help import cell_error
 
 # (code, a phrase the hint must say): the phrase is what makes the hint right for that error.
 CASES = [
@@ -32,58 +35,58 @@ CASES = [
 ]
 
 
-def error_text(code: str) -> str:
-    """What ``CellRun.error_text`` shows: the failing line of the code, then the exception line."""
+def error_of(code: str) -> CellError:
+    """The record of the error ``code`` raises, run as cell In [1] (as IPython names and caches a cell)."""
+    filename = "/tmp/ipykernel_0/cell1.py"
+    linecache.cache[filename] = (len(code), None, code.splitlines(True), filename)
+    shell = SimpleNamespace(user_ns={"In": ["", code]}, compile=SimpleNamespace(
+        format_code_name=lambda name: ("Cell", "In[1]") if name == filename else None))
     try:
         with warnings.catch_warnings():  # "perhaps you missed a comma?": the error itself is wanted
             warnings.simplefilter("ignore", SyntaxWarning)
-            compiled = compile(code, "<cell>", "exec")
+            compiled = compile(code, filename, "exec")
         exec(compiled, {})
-    except SyntaxError as error:
-        return "".join(traceback.format_exception_only(type(error), error)).strip()
-    except Exception as error:
-        line = [f for f in traceback.extract_tb(error.__traceback__) if f.filename == "<cell>"][-1].lineno
-        exception = "".join(traceback.format_exception_only(type(error), error)).strip()
-        return f"line {line}: {code.splitlines()[line - 1].strip()}\n{exception}"
+    except Exception as error:  # noqa: BLE001 - the error is the point
+        return cell_error(shell, error, code, 1)
     raise AssertionError(f"no error from {code!r}")
 
 
 @pytest.mark.parametrize("code, says", CASES, ids=[c[1][:30] for c in CASES])
 def test_the_hint_names_the_line_says_what_happened_and_asks(code, says):
-    text = error_text(code)
-    hint = plain_hint(code, text)
-    line = text.split(":", 1)[0]  # "line 2"
-    assert hint is not None and hint.startswith(f"Look at {line}: `"), (text, hint)
+    error = error_of(code)
+    hint = plain_hint(code, error)
+    assert hint is not None and hint.startswith(f"Look at line {error.failed_at.line}: `"), (error, hint)
     assert says in hint and "?" in hint, hint
     assert len(hint.split()) <= 60, hint  # the target is 120 words; these are much shorter
 
 
 def test_a_syntax_error_names_its_line_from_python_s_own_format():
     code = "total = 3\nif total > 1\n    print(total)"
-    hint = plain_hint(code, error_text(code))
+    hint = plain_hint(code, error_of(code))
     assert hint is not None and hint.startswith("Look at line 2: `if total > 1`") and "expected ':'" in hint, hint
 
 
 def test_a_misspelt_name_is_a_spelling_slip_not_a_missing_value():
     code = "pencils_left = 33\nprint(pencils_lft)"
-    assert "spelling slip for `pencils_left`" in plain_hint(code, error_text(code))
+    assert "spelling slip for `pencils_left`" in plain_hint(code, error_of(code))
 
 
 def test_a_name_made_on_the_failing_line_is_not_offered_as_the_right_spelling():
     code = "white_fiber = blue_fiber / 2\nprint(white_fiber)"  # blue_fiber's own line removed
-    hint = plain_hint(code, error_text(code))
+    hint = plain_hint(code, error_of(code))
     assert "nothing gave it a value" in hint and "white_fiber`?" not in hint, hint
 
 
 def test_errors_not_covered_are_left_to_the_model():
     code = "def f(n):\n    return f(n + 1)\nf(0)"
-    assert plain_hint(code, error_text(code)) is None  # RecursionError
-    assert plain_hint("", "ValueError: math domain error") is None
-    assert plain_hint("", "") is None
+    assert plain_hint(code, error_of(code)) is None  # RecursionError
+    assert plain_hint("", CellError("ValueError", "math domain error", "ValueError: math domain error")) is None
+    assert plain_hint("", CellError("", "", "")) is None
 
 
 def test_a_line_of_an_earlier_cell_is_named_with_its_cell():
     # The function was made in cell [3] and called from this cell: the line to look at is there.
-    text = "In [3], line 2: return 2 * totl\nNameError: name 'totl' is not defined"
-    hint = plain_hint("print(double())", text, known=["total", "double"])
+    error = CellError("NameError", "name 'totl' is not defined", "NameError: name 'totl' is not defined",
+                      (CellLine(4, 1, "print(double())"), CellLine(3, 2, "return 2 * totl")), 4, "print(double())")
+    hint = plain_hint("print(double())", error, known=["total", "double"])
     assert hint.startswith("Look at line 2 of cell [3]: `return 2 * totl`.") and "slip for `total`" in hint, hint

@@ -2,8 +2,9 @@
 
 In the notebook, :class:`~pal_jupyter.notebook.error_help.CellWatcher` makes one for each error
 a user's cell raises (and one for the error IPython kept from before the watch began); that
-same record is what a question's context sends (:mod:`pal_jupyter.notebook.context`) and what
-``%pal_explain`` explains.
+same record is what the hints read (:mod:`.error_hints`), what a question's context sends
+(:mod:`pal_jupyter.notebook.context`) and what ``%pal_explain`` explains. An error of a program
+run on its own in a child kernel (``%%pal --check``) takes the same form: :func:`located_error`.
 """
 
 from __future__ import annotations
@@ -59,3 +60,9 @@ class CellError:
         where = f"line {at.line}" if at.cell == self.cell else f"In [{at.cell}], line {at.line}"
         return f"{where}: {at.code}\n{self.exception_text}"
 
+
+def located_error(ename: str, evalue: str, line: int | None = None, code: str = "") -> CellError:
+    """The record of a program's error from a child kernel (its type ``ename``, its message
+    ``evalue``), failing at ``line`` (when known), whose code is ``code``."""
+    where = (CellLine(None, line, code.strip()),) if line and code.strip() else ()
+    return CellError(ename, evalue, f"{ename}: {evalue}".strip(), where)

@@ -16,9 +16,8 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable, Iterable
-from typing import NamedTuple
-
 from ..engine import prompts
+from .cell_error import CellError, CellLine
 
 # Python's type names as a beginner says them.
 KINDS = {
@@ -37,14 +36,13 @@ def kind(name: str) -> str:
     return KINDS.get(name, f"a `{name}`")
 
 
-def typo_hint(code: str, error_text: str, known: Iterable[str] = ()) -> str | None:
+def typo_hint(code: str, error: CellError, known: Iterable[str] = ()) -> str | None:
     """A misspelt name, said plainly from Python's own "Did you mean" (``known``: the names the
     notebook already has). Also used outside tutor mode: the model, even told the suggestion,
     mostly advised defining the misspelt name."""
-    ename, evalue = _exception(error_text)
-    at = _location(error_text)
-    line = at.line if at is not None and at.cell is None else None  # a line of another cell bounds nothing here
-    names = prompts.misspelt_name(ename, evalue, code, known, line=line)
+    at = _failing_line(error)
+    line = at.line if at is not None and at.cell == error.cell else None  # another cell's line bounds nothing here
+    names = prompts.misspelt_name(error.name, _printed_message(error), code, known, line=line)
     if names is None:
         return None
     bad, good = names
@@ -52,67 +50,43 @@ def typo_hint(code: str, error_text: str, known: Iterable[str] = ()) -> str | No
             f"spelling slip for `{good}`? Compare the two names letter by letter.")
 
 
-def plain_hint(code: str, error_text: str, known: Iterable[str] = ()) -> str | None:
-    """A hint for ``error_text`` (``line N: code`` then ``Name: message``, as
-    ``CellRun.error_text`` and the benchmark write it, or a SyntaxError as Python formats it):
-    the line, what happened, one question. ``None`` when the error is not one of the covered."""
-    said = typo_hint(code, error_text, known) or _rule_hint(error_text)
+def plain_hint(code: str, error: CellError, known: Iterable[str] = ()) -> str | None:
+    """A hint for ``error``, raised by ``code``: the line, what happened, one question. ``None``
+    when the error is not one of the covered."""
+    said = typo_hint(code, error, known) or _rule_hint(error)
     if said is None:
         return None
-    where = _where(error_text)
+    where = _where(error)
     return f"{where} {said}" if where else said
 
 
-def _rule_hint(error_text: str) -> str | None:
-    ename, evalue = _exception(error_text)
+def _rule_hint(error: CellError) -> str | None:
+    message = _printed_message(error)
     for name, pattern, rule in RULES:
-        match = re.search(pattern, evalue) if name == ename else None
+        match = re.search(pattern, message) if name == error.name else None
         if match is not None:
             return rule(match)
     return None
 
 
-def _exception(error_text: str) -> tuple[str, str]:
-    """(name, message) of the exception line (the last line), e.g. ("TypeError", "can only ...")."""
-    last = error_text.strip().splitlines()[-1] if error_text.strip() else ""
-    ename, _, evalue = last.partition(": ")
-    return ename.rsplit(".", 1)[-1], evalue
+def _printed_message(error: CellError) -> str:
+    """The message as Python prints it after the exception's name, on the last line of its text
+    ("name 'totl' is not defined. Did you mean: 'total'?"; a SyntaxError's without its file)."""
+    return error.exception_text.splitlines()[-1].partition(": ")[2] if error.exception_text else ""
 
 
-class Location(NamedTuple):
-    line: int
-    code: str
-    cell: str | None  # the execution count of an earlier cell the line is in; None: this cell
+def _failing_line(error: CellError) -> CellLine | None:
+    """The failing line a hint can name: one whose code is known."""
+    at = error.failed_at
+    return at if at is not None and at.code else None
 
 
-def located_error(ename: str, evalue: str, line: int | None = None, code: str = "") -> str:
-    """The error text :func:`plain_hint` reads: ``line N: code`` (when known), then ``Name: message``."""
-    where = f"line {line}: {code.strip()}\n" if line and code.strip() else ""
-    return f"{where}{ename}: {evalue}"
-
-
-def _location(error_text: str) -> Location | None:
-    """Where the error is, from the error text's first line (``line N: code``, or ``In [K], line N:
-    code`` for a line of an earlier cell) or, for a SyntaxError as Python formats it, from its
-    ``File ..., line N`` and the line below."""
-    lines = error_text.strip().splitlines()
-    if len(lines) < 2:
-        return None
-    found = re.match(r"(?:In \[(\d+)\], )?line (\d+): (.+)", lines[0])
-    if found is not None:
-        return Location(int(found.group(2)), found.group(3).strip(), found.group(1))
-    syntax = re.search(r"line (\d+)", lines[0]) if lines[0].lstrip().startswith("File") else None
-    if syntax is not None and len(lines) > 2 and lines[1].strip():
-        return Location(int(syntax.group(1)), lines[1].strip(), None)
-    return None
-
-
-def _where(error_text: str) -> str:
+def _where(error: CellError) -> str:
     """"Look at line 3: `total = a + b`." (or "... line 3 of cell [2] ..."), or "" when unknown."""
-    at = _location(error_text)
+    at = _failing_line(error)
     if at is None:
         return ""
-    cell = f" of cell [{at.cell}]" if at.cell else ""
+    cell = f" of cell [{at.cell}]" if at.cell != error.cell else ""
     return f"Look at line {at.line}{cell}: `{at.code}`."
 
 

@@ -32,7 +32,8 @@ from ..engine.extraction import clean_explanation, extract_code
 from ..engine.records import ProgramAnswer, Session
 from ..errors import NoCodeError
 from ..kernels import ExecutionResult, ExecutorLimits, KernelPool
-from .error_hints import located_error, plain_hint, typo_hint
+from .cell_error import CellError, located_error
+from .error_hints import plain_hint, typo_hint
 from .steps import step_to_recheck
 
 BLANK = "___"
@@ -371,19 +372,19 @@ EXPLAIN_HINT = ("Explain in two or three short sentences what went wrong on that
 
 
 def explain_error(
-    code: str, error_text: str, backend: ModelBackend, generation: GenerationOptions | None = None,
+    code: str, error: CellError, backend: ModelBackend, generation: GenerationOptions | None = None,
     *, as_hint: bool = False, known: Iterable[str] = (),
 ) -> str:
-    """A plain-language explanation of an error that already happened; nothing is run.
+    """A plain-language explanation of ``error``, raised by ``code``, that already happened; nothing is run.
 
     ``as_hint`` (tutor mode without solutions): a hint that names the line and asks, no fix; the
     commonest errors get it without the model (:func:`~.error_hints.plain_hint`). A misspelt name
     (of ``code`` or of ``known``, the notebook's names) is :func:`~.error_hints.typo_hint` either way.
     """
-    without_model = (plain_hint if as_hint else typo_hint)(code, error_text, known)
+    without_model = (plain_hint if as_hint else typo_hint)(code, error, known)
     if without_model is not None:
         return without_model
-    return model_explanation(code, error_text, backend, generation, as_hint=as_hint)
+    return model_explanation(code, error.report(), backend, generation, as_hint=as_hint)
 
 
 def model_explanation(

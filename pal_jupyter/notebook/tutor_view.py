@@ -270,7 +270,7 @@ def _explain_error(runtime: NotebookRuntime, error: CellError) -> None:
     as_hint = policy.mode == "tutor" or not policy.solutions_allowed
     text = error.report()
     known = [name for name, value in runtime.shell.user_ns.items() if not callable(value) or inspect.isfunction(value)]
-    explanation = explain_error(error.source, text, runtime.backend(runtime.settings()), as_hint=as_hint, known=known)
+    explanation = explain_error(error.source, error, runtime.backend(runtime.settings()), as_hint=as_hint, known=known)
     plan = runtime.tutor_plan
     if plan is not None and not policy.solutions_allowed:
         explanation = scrub_answer(explanation, plan.answer_value)
