@@ -66,7 +66,7 @@ def worker(args: argparse.Namespace) -> dict[str, Any]:
     """Measure one runtime in this (fresh) process."""
     from pal_jupyter import KernelPool, solve
     from pal_jupyter.backends import GenerationOptions, clear_model_cache, load_model
-    from pal_jupyter.engine import prompts
+    from pal_jupyter import prompts
     from pal_jupyter.engine.grading import expected_of, is_correct, question_of
 
     result: dict[str, Any] = {"backend": args.backend, "dtype_asked": args.dtype}

@@ -32,7 +32,8 @@ from typing import Any
 from pal_jupyter import KernelPool
 from pal_jupyter.backends import GenerationOptions, load_model
 from pal_jupyter.evaluation.dataframes import suite_rows
-from pal_jupyter.engine import data_look, prompts
+from pal_jupyter import prompts
+from pal_jupyter.engine import data_look
 from pal_jupyter.engine.extraction import extract_code, replaced_variables
 from pal_jupyter.engine.grading import expected_of, is_correct
 from pal_jupyter.engine.vote import read_answer

@@ -21,7 +21,7 @@ import argparse
 import statistics
 import time
 
-from pal_jupyter.engine import prompts
+from pal_jupyter import prompts
 from pal_jupyter.backends import GenerationOptions, TransformersBackend, clear_model_cache, load_model
 
 QUESTION = ("A bakery sells 24 muffins in the morning and three times as many in the afternoon. Each muffin "

@@ -39,7 +39,7 @@ from pal_jupyter.backends import GenerationOptions, load_model
 from pal_jupyter.backends.presets import DEFAULT_MODEL
 from pal_jupyter.classroom.error_hints import located_error
 from pal_jupyter.classroom.tutor import explain_error, model_explanation, plan_hint
-from pal_jupyter.engine import prompts
+from pal_jupyter import prompts
 from pal_jupyter.engine.answers import parse_number
 from pal_jupyter.engine.extraction import extract_code
 from pal_jupyter.errors import NoCodeError

@@ -36,7 +36,8 @@ from pathlib import Path
 from typing import Any
 
 from pal_jupyter.backends import load_model
-from pal_jupyter.engine import prompts, reasoning
+from pal_jupyter import prompts
+from pal_jupyter.engine import reasoning
 from pal_jupyter.engine.answers import parse_number, reference_answer
 from pal_jupyter.engine.extraction import extract_code
 from pal_jupyter.errors import NoCodeError

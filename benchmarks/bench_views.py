@@ -43,7 +43,8 @@ from pathlib import Path
 from typing import Any
 
 from pal_jupyter.backends import GenerationOptions, generate_candidates, load_model
-from pal_jupyter.engine import prompts, reasoning
+from pal_jupyter import prompts
+from pal_jupyter.engine import reasoning
 from pal_jupyter.engine.grading import expected_of, is_correct, question_of
 from pal_jupyter.engine.extraction import extract_code
 from pal_jupyter.engine.filters import named_values

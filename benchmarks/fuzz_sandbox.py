@@ -31,7 +31,7 @@ import time
 from collections import Counter
 from pathlib import Path
 
-from pal_jupyter.engine.prompts import WORKED_EXAMPLES
+from pal_jupyter.prompts.worked_examples import WORKED_EXAMPLES
 from pal_jupyter.kernels import ExecutorLimits, KernelPool
 from pal_jupyter.kernels.processes import children_by_parent
 

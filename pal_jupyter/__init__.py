@@ -12,7 +12,8 @@ The package is layered; each layer imports only from the ones below it:
 
     errors
     backends (models)        kernels (child kernels)
-    engine (prompts, programs, the vote, the repair loop)
+    prompts (every chat the model is sent)
+    engine (programs, the vote, the repair loop)
     classroom (tutor, policy, class log, report)    benchmark
     notebook (magics, widgets, cells)                cli
 

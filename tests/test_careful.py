@@ -7,7 +7,8 @@ import pandas as pd
 import pytest
 
 from pal_jupyter import ExecutorLimits, KernelPool, ScriptedBackend, solve
-from pal_jupyter.engine import prompts, reasoning, views
+from pal_jupyter import prompts
+from pal_jupyter.engine import views
 from pal_jupyter.engine.vote import doubt_message
 
 
@@ -30,7 +31,7 @@ def test_two_views_that_agree_are_sure_and_nothing_more_is_written(pool):
     assert model.batch_sizes == [1, 1, 1]  # the worked-examples program, the words, the program after them
     shots, words, reasoned = model.calls
     assert shots == prompts.pal_messages(session.question, style=prompts.DEFAULT_STYLE)
-    assert words == reasoning.words_messages(session.question)
+    assert words == prompts.words_messages(session.question)
     assert reasoned[-2]["content"] == WORDS  # the program follows the model's own steps
     first, _, second = model.options
     assert first.code_only and second.code_only and first.temperature_for(1) == 0 == second.temperature_for(1)

@@ -9,7 +9,7 @@ import pytest
 from pal_jupyter import ExecutorLimits, KernelPool, ScriptedBackend, solve
 from pal_jupyter.engine.charts import chart_answer, draws
 from pal_jupyter.engine.grading import is_correct
-from pal_jupyter.engine.records import DREW_NO_DATA
+from pal_jupyter.prompts.feedback import DREW_NO_DATA
 from pal_jupyter.engine.vote import doubt_message, read_answer
 
 SALES = pd.DataFrame({"region": ["East", "West", "East", "North", "West", "East"],
@@ -128,7 +128,7 @@ def test_the_chart_suite_references_are_what_a_right_program_draws(pool, index, 
 
 
 def test_a_chart_question_asks_for_the_table_first_and_a_titled_chart():
-    from pal_jupyter.engine import prompts
+    from pal_jupyter import prompts
 
     chart = prompts.pal_messages(QUESTION, {"sales": SALES}, style="data-0shot")[-1]["content"]
     number = prompts.pal_messages("What is the total revenue? Print just the number.", {"sales": SALES},

@@ -14,7 +14,8 @@ from model_server import ModelServer
 from pal_jupyter.evaluation.runner import Config, format_summaries, run_benchmark, summarize
 from pal_jupyter import KernelPool, ScriptedBackend
 from pal_jupyter.backends.huggingface import GPU_DEVICE_FILES
-from pal_jupyter.engine import isolation, reasoning
+from pal_jupyter import prompts
+from pal_jupyter.engine import isolation
 from pal_jupyter.kernels import sandbox
 
 
@@ -301,9 +302,9 @@ def test_bench_reports_the_words_answer_and_where_the_question_would_have_stoppe
     programs = iter([f"```python\nprint({n})\n```" for n in (1, 6, 2)])
 
     def reply(messages):
-        if messages[0]["content"] == reasoning.WORDS_SYSTEM:
+        if messages[0]["content"] == prompts.WORDS_SYSTEM:
             return "2 * 3 = 6\nAnswer: 6"
-        if messages[-1]["content"] == reasoning.FOLLOW_YOUR_STEPS:
+        if messages[-1]["content"] == prompts.FOLLOW_YOUR_STEPS:
             return "```python\nprint(2 * 3)\n```"
         return next(programs)
 

@@ -12,7 +12,7 @@ from kernel_driver import UserKernel, text_of
 from tiny_model import build_tokenizer
 
 from pal_jupyter import ScriptedBackend, solve
-from pal_jupyter.engine import prompts
+from pal_jupyter import prompts
 from pal_jupyter.engine.options import OPTIONS, Settings
 from pal_jupyter.engine.records import PromptContext, attempt_record
 from pal_jupyter.errors import SettingError

@@ -2,6 +2,7 @@
 
     errors
     backends, kernels
+    prompts
     engine
     classroom, evaluation, training
     notebook, cli
@@ -16,8 +17,8 @@ import ast
 from pathlib import Path
 
 PACKAGE = Path(__file__).resolve().parent.parent / "pal_jupyter"
-LAYERS = {"errors": 0, "backends": 1, "kernels": 1, "engine": 2, "classroom": 3, "evaluation": 3, "training": 3,
-          "notebook": 4, "cli": 4}
+LAYERS = {"errors": 0, "backends": 1, "kernels": 1, "prompts": 2, "engine": 3, "classroom": 4, "evaluation": 4,
+          "training": 4, "notebook": 5, "cli": 5}
 
 
 def modules() -> dict[str, Path]:
@@ -32,6 +33,7 @@ def modules() -> dict[str, Path]:
 def imports_of(name: str, path: Path) -> set[str]:
     """The pal_jupyter modules ``name`` imports (resolved to module names)."""
     package = name if path.name == "__init__.py" else name.rsplit(".", 1)[0]
+    known = modules()
     targets = set()
     for node in ast.walk(ast.parse(path.read_text())):
         if isinstance(node, ast.ImportFrom):
@@ -42,11 +44,11 @@ def imports_of(name: str, path: Path) -> set[str]:
             else:
                 module = node.module or ""
             if module.startswith("pal_jupyter"):
-                targets.add(module)
-                targets.update(f"{module}.{alias.name}" for alias in node.names)  # "from . import prompts"
+                submodules = {f"{module}.{alias.name}" for alias in node.names}  # "from . import prompts"
+                # "from .. import prompts" imports the prompts package, not the public API's names
+                targets.update(submodules if submodules <= set(known) else submodules | {module})
         elif isinstance(node, ast.Import):
             targets.update(a.name for a in node.names if a.name.startswith("pal_jupyter"))
-    known = modules()
     return {t for t in targets if t in known and t != name}
 
 

@@ -259,7 +259,7 @@ def test_lite_model_on_a_dataframe_writes_more_programs_while_the_vote_is_weak_a
     import pandas as pd
 
     from pal_jupyter import KernelPool, solve
-    from pal_jupyter.engine import prompts
+    from pal_jupyter import prompts
     from pal_jupyter.engine.loop import weak_vote
     from pal_jupyter.engine.vote import take_vote
 

@@ -3,10 +3,13 @@ import re
 import pandas as pd
 import pytest
 
-from pal_jupyter.engine import prompts, reasoning
+from pal_jupyter import prompts
+from pal_jupyter.engine import reasoning
 from pal_jupyter.engine.answers import numbers_match, parse_number, reference_answer
-from pal_jupyter.engine.records import ignores_period, number_for_name
 from pal_jupyter.kernels import ErrorInfo, ExecutionResult, StopReason
+from pal_jupyter.prompts.data_examples import DATA_EXAMPLES, DATA_IDIOMS, example_frames
+from pal_jupyter.prompts.feedback import ignores_period, number_for_name
+from pal_jupyter.prompts.worked_examples import WORKED_EXAMPLES
 
 
 def test_pal_prompt_has_system_examples_and_question_last():
@@ -26,7 +29,7 @@ def test_worked_examples_compute_the_gsm8k_answers(style):
     from pal_jupyter.engine.extraction import extract_code
 
     chosen = prompts.PROMPT_STYLES[style]
-    answers = [e.answer for e in prompts.WORKED_EXAMPLES][: len(chosen.examples)]
+    answers = [e.answer for e in WORKED_EXAMPLES][: len(chosen.examples)]
     assert len(answers) == len(chosen.examples) >= 2
     for (question, reply), expected in zip(chosen.examples, answers):
         code = extract_code(reply).code  # a PAL-style solution() gets its print(solution()) here
@@ -36,11 +39,11 @@ def test_worked_examples_compute_the_gsm8k_answers(style):
         assert parse_number(out.getvalue()) == pytest.approx(expected), question
 
 
-@pytest.mark.parametrize("example", prompts.DATA_EXAMPLES + prompts.DATA_IDIOMS, ids=lambda e: e.question[:40])
+@pytest.mark.parametrize("example", DATA_EXAMPLES + DATA_IDIOMS, ids=lambda e: e.question[:40])
 def test_data_examples_print_their_answers_on_their_frames_and_leave_them_unchanged(example):
     import contextlib, io
 
-    frames = prompts.example_frames()
+    frames = example_frames()
     namespace = {name: frames[name].copy() for name in example.frames}
     out = io.StringIO()
     with contextlib.redirect_stdout(out):
@@ -74,7 +77,7 @@ def test_the_data_prompt_describes_the_example_frame_as_it_describes_the_users()
     messages = prompts.pal_messages("How many units in the East?", {"sales": sales}, style=prompts.DATA_STYLE)
     assert messages[0]["content"] == prompts.DATA_SYSTEM
     examples = messages[1:-1]
-    assert len(examples) == 2 * len(prompts.DATA_EXAMPLES)
+    assert len(examples) == 2 * len(DATA_EXAMPLES)
     assert all("- `trips`: pandas DataFrame, 8 rows x 5 columns" in m["content"] for m in examples[0::2])
     assert "- `sales`: pandas DataFrame, 2 rows x 2 columns" in messages[-1]["content"]
 
@@ -88,7 +91,7 @@ def test_worked_examples_are_gsm8k_train_questions():
     if not train.exists():
         pytest.skip("GSM8K train file not present (../shared/data)")
     questions = {json.loads(line)["question"] for line in train.open()}
-    assert all(example.question in questions for example in prompts.WORKED_EXAMPLES)
+    assert all(example.question in questions for example in WORKED_EXAMPLES)
 
 
 def test_variables_are_described_with_dataframe_columns():

@@ -11,8 +11,9 @@ from pathlib import Path
 
 import pytest
 
-from pal_jupyter.engine import prompts, retrieval
-from pal_jupyter.engine.retrieval import SimilarQuestions, WorkedProgram
+from pal_jupyter import prompts
+from pal_jupyter.prompts import retrieval
+from pal_jupyter.prompts.retrieval import SimilarQuestions, WorkedProgram
 from pal_jupyter.training import worked_programs
 from pal_jupyter.training.worked_programs import Unconvertible, convert
 

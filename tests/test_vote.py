@@ -8,7 +8,7 @@ from __future__ import annotations
 import pandas as pd
 import pytest
 
-from pal_jupyter.engine import prompts
+from pal_jupyter import prompts
 from pal_jupyter.engine.filters import NamedPeriod, ignored_values, named_values, periods, selects_period
 from pal_jupyter.engine.records import Attempt, Session
 from pal_jupyter.evaluation.dataframes import QUESTIONS

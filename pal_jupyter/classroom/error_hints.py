@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable, Iterable
-from ..engine import prompts
+from .. import prompts
 from .cell_error import CellError, CellLine
 
 # Python's type names as a beginner says them.

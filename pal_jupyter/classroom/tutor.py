@@ -26,7 +26,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..backends import ChatMessage, GenerationOptions, ModelBackend
-from ..engine import prompts
+from .. import prompts
 from ..engine.answers import numbers_match, parse_number
 from ..engine.extraction import clean_explanation, extract_code
 from ..engine.records import ProgramAnswer, Session

@@ -14,7 +14,7 @@ from typing import Any, NoReturn
 
 from ..backends import choose_runtime, presets
 from ..backends.huggingface import resolve_device, resolve_dtype
-from ..engine import prompts
+from .. import prompts
 from ..engine.console import ConsoleObserver
 from ..engine.isolation import fallback_note
 from ..engine.loop import solve

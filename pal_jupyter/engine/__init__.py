@@ -1,9 +1,9 @@
 """The engine: question -> prompt -> model -> programs -> child kernels -> vote -> feedback.
 
-``answers`` and ``records`` (typed attempts, sessions, votes), ``retrieval`` (the verified bank of
-worked programs) and ``data_examples`` <- ``prompts``, ``extraction``,
-``vote``, ``trace`` <- ``loop`` (:func:`solve`, the one repair loop every face calls) <-
-``console`` (a terminal view of it) and ``options`` (settings shared by the notebook and CLI).
+``answers`` and ``records`` (typed attempts, sessions, votes) <- ``extraction``, ``vote``,
+``trace`` <- ``loop`` (:func:`solve`, the one repair loop every face calls) <- ``console`` (a
+terminal view of it) and ``options`` (settings shared by the notebook and CLI). Every chat the loop
+sends is built by :mod:`pal_jupyter.prompts`, the layer below.
 ``isolation`` says, for both faces, when programs run without the sandbox ``auto`` wanted.
 """
 

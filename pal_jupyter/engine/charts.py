@@ -12,28 +12,21 @@ in its kernel (:mod:`pal_jupyter.kernels.charts`) and compared here:
 
 Values are compared to 4 significant digits (float noise aside); the series' legend names and the
 axes' order do not matter. A chart that draws nothing but missing values or zeros (pandas draws a
-NaN bar at height 0) drew no data: it is no answer, and is fed back (``records.DREW_NO_DATA``).
+NaN bar at height 0) drew no data: it is no answer, and is fed back (``prompts.feedback.DREW_NO_DATA``).
 """
 
 from __future__ import annotations
 
 import json
 import numbers
-import re
 from collections.abc import Mapping, Sequence
 from typing import Any
 
 from ..kernels.charts import Chart, Series
 from .records import NO_DATA_KEY, ProgramAnswer
 
-_CHART_WORDING = re.compile(r"\b(?:chart|plot|graph|histogram|visuali[sz]e|draw)\b", re.IGNORECASE)
 KIND_NAMES = {"bars": "bar chart", "line": "line chart", "scatter": "scatter plot", "pie": "pie chart"}
 SHOWN_POINTS = 6  # values named in a chart's description; the rest are counted
-
-
-def asks_for_chart(question: str) -> bool:
-    """"Draw a bar chart ...", "plot ... over time", "make a histogram": the answer is a chart."""
-    return bool(_CHART_WORDING.search(question))
 
 
 def chart_answer(charts: Sequence[Chart]) -> ProgramAnswer:

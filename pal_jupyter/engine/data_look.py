@@ -6,7 +6,8 @@ rows the filter never matches, missing values taken for zeros. Before writing mo
 *look* program prints what the question is about: each frame's size and missing values, every
 value of its short text columns, and the rows that match each value the question names ("the
 East region": the rows where ``region == 'East'``). Its output goes into the prompt of every
-later program, so they are written knowing what the data holds.
+later program (:func:`pal_jupyter.prompts.data.look_text`), so they are written knowing what the data
+holds.
 
 The look program is written here, not by the model: it only reads (no assignment to a frame, no
 method that changes one), it is the same for the same question and data, and it costs one run in
@@ -23,7 +24,6 @@ from .filters import NamedValue, is_frame, named_values
 
 MAX_VALUES = 20  # a text column with more distinct values than this is not listed
 MAX_ROWS = 10  # rows shown per named value
-MAX_OUTPUT_CHARS = 3000  # of the look's output that goes into a prompt
 
 
 def look_program(question: str, variables: Mapping[str, Any] | None) -> str | None:
@@ -61,12 +61,3 @@ def _frame_lines(name: str, frame: Any) -> list[str]:
             label = f"  {column} values:"
             lines.append(f"print({label!r}, sorted({name}[{column!r}].dropna().astype(str).unique()))")
     return lines
-
-
-def look_text(output: str) -> str:
-    """The look's output as a prompt section (cut to :data:`MAX_OUTPUT_CHARS`)."""
-    shown = output.strip()
-    if len(shown) > MAX_OUTPUT_CHARS:
-        shown = shown[:MAX_OUTPUT_CHARS] + "\n...[cut]"
-    return ("A first look at the data (the output of a program that printed what the question is about; "
-            "it is not the answer, and the variables are unchanged):\n```\n" + shown + "\n```")

@@ -27,7 +27,8 @@ from typing import Any
 from ..backends import Generation, GenerationOptions, ModelBackend, generate_candidates
 from ..errors import EmptyQuestionError, KernelError, NoCodeError, PalError
 from ..kernels import ExecutionResult, ExecutorLimits, KernelPool, pickling_problem
-from . import data_look, prompts, reasoning, views
+from .. import prompts
+from . import data_look, reasoning, views
 from .extraction import extract_code, free_names, replaced_variables, replacement_started
 from .filters import NamedValue, named_values
 from .options import OPTIONS, Settings

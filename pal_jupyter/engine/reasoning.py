@@ -15,46 +15,26 @@ stopping at the vote. The words and the program written after them agree with ea
 often than two independent programs, so together they count as two votes, not more. Questions about
 the user's variables skip this step: a words answer about a DataFrame would be a guess from its
 preview.
+
+The two chats are built by :mod:`pal_jupyter.prompts.words`; this module reads the words answer.
 """
 
 from __future__ import annotations
 
 import re
 
-from ..backends import ChatMessage
+from ..prompts.words import program_messages, words_messages  # the two chats (loop.py asks for them here)
 from .answers import parse_number
-from .prompts import SYSTEM, with_context
 from .records import ProgramAnswer
 from .vote import format_number
 
-WORDS_SYSTEM = (
-    "You are a careful math tutor. Solve the question step by step in a few short sentences. "
-    "End with a last line of the form 'Answer: <number>'."
-)
-FOLLOW_YOUR_STEPS = (
-    "Now write a short Python program that follows your steps, computes the answer and prints it. "
-    "Reply with exactly one ```python code block."
-)
+__all__ = ["WORDS_TOKENS", "program_messages", "read_words_answer", "words_messages"]
+
 #: Words answers run longer than programs: a step per sentence, with the arithmetic spelled out.
 WORDS_TOKENS = 400
 
 _ANSWER_LINE = re.compile(r"Answer:\s*\**\s*\$?\s*(-?[\d,]*\.?\d+)", re.IGNORECASE)
 _BOXED = re.compile(r"\\boxed\{\s*\\?\$?\s*(-?[\d,]*\.?\d+)")
-
-
-def words_messages(question: str, context: str | None = None) -> list[ChatMessage]:
-    """The prompt for a step-by-step answer in words (after the notebook ``context``, when there is one)."""
-    return [{"role": "system", "content": WORDS_SYSTEM}, {"role": "user", "content": with_context(question, context)}]
-
-
-def program_messages(question: str, reasoning: str, context: str | None = None) -> list[ChatMessage]:
-    """The prompt for a program that follows ``reasoning`` (the model's own words answer)."""
-    return [
-        {"role": "system", "content": SYSTEM},
-        {"role": "user", "content": with_context(question, context)},
-        {"role": "assistant", "content": reasoning},
-        {"role": "user", "content": FOLLOW_YOUR_STEPS},
-    ]
 
 
 def read_words_answer(text: str) -> ProgramAnswer | None:

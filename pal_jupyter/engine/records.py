@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..kernels.results import ErrorInfo, ExecutionResult, StopReason
+from ..prompts.feedback import DREW_NO_DATA, IGNORES, NUMBER_FOR_NAME, PRINTED_NOTHING, TABLE_FOR_NUMBER, TOO_MANY_BARS
 from .answers import numbers_match
 
 
@@ -48,55 +49,8 @@ class ProgramAnswer:
         return self.key == other.key
 
 
-#: Why a program that ran cleanly gave no usable answer (``Attempt.off_target``), as "The program ...".
-TABLE_FOR_NUMBER = "printed a table, but the question asks for one number"
-PRINTED_NOTHING = "printed nothing"
-DREW_NO_DATA = ("drew a chart with no data in it (every value it plots is missing or zero): check that the values "
-                "line up with their labels (multiplying columns of tables with different indexes gives NaN)")
-TOO_MANY_BARS = "drew more bars "
-
-
-def too_many_bars(drawn: int, column: str, distinct: int) -> str:
-    """The ``off_target`` of a chart with more bars than the column it should show one bar per has
-    values: usually one bar per row, with no groupby."""
-    return (f"{TOO_MANY_BARS}({drawn}) than the data has {column} values ({distinct}), where the question asks for "
-            f"one per {column}: it plots rows, not a total per {column}")
-
-
 NO_DATA_KEY = "no data"  # the ProgramAnswer key of a chart that drew no data (engine.charts)
 UNREAD_FIGURE_KEY = "figure"  # the key of a figure whose data could not be read back (all such agree)
-
-
-def no_value(printed: str) -> str:
-    """The ``off_target`` of a program whose answer is a missing value ('nan', 'None')."""
-    return f"printed {printed}, which is a missing value, not an answer"
-
-
-IGNORES = "never uses "
-
-
-def ignores(where: str) -> str:
-    """The ``off_target`` of a program that never uses a value of the data the question names."""
-    return f"{IGNORES}{where}, which the question names"
-
-
-IGNORES_PERIOD = IGNORES + "the rows of "
-
-
-def ignores_period(period: str, selection: str) -> str:
-    """The ``off_target`` of a program that never selects the month or year the question names
-    (``engine.filters.NamedPeriod``); ``selection`` is code that does, for the repair prompt."""
-    return f"{IGNORES_PERIOD}{period}, which the question names (select them with {selection})"
-
-
-NUMBER_FOR_NAME = "printed a number ("
-
-
-def number_for_name(printed: str) -> str:
-    """The ``off_target`` of a program that printed a bare number where the question asks for a name
-    (a city, a product): usually the row number ``idxmax()`` gives over a frame's default index."""
-    return (f"{NUMBER_FOR_NAME}{printed}) where the question asks for a name: probably a row number from "
-            "idxmax() or an index, not the name")
 
 
 @dataclass
@@ -297,7 +251,7 @@ class SecondOpinion:
 class PromptContext:
     """What the model is shown before the question, for reference only: in a notebook, its last cells
     and last error (:mod:`pal_jupyter.notebook.context`). ``text`` is put in the question's own turn
-    (:func:`pal_jupyter.engine.prompts.with_context`); ``note`` says in one line what it holds and what
+    (:func:`pal_jupyter.prompts.questions.with_context`); ``note`` says in one line what it holds and what
     a cap left out, for whoever reads the answer. An empty ``text`` sends nothing; its note says why."""
 
     text: str

@@ -22,7 +22,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..backends import ChatMessage
-from . import prompts
+from .. import prompts
 
 
 @dataclass(frozen=True)

@@ -41,9 +41,10 @@ from collections.abc import Sequence
 from .answers import parse_number
 from .charts import chart_answer
 from ..kernels import ExecutionResult
+from ..prompts.feedback import (DREW_NO_DATA, PRINTED_NOTHING, TABLE_FOR_NUMBER, ignores, ignores_period, no_value,
+                                number_for_name, too_many_bars)
 from .filters import NamedGroup, NamedPeriod, NamedValue, ignored_values
-from .records import (DREW_NO_DATA, NO_DATA_KEY, PRINTED_NOTHING, TABLE_FOR_NUMBER, UNREAD_FIGURE_KEY, Attempt, ProgramAnswer, Session, Vote, VoteGroup,
-                      WeakVote, ignores, ignores_period, no_value, number_for_name, too_many_bars)
+from .records import NO_DATA_KEY, UNREAD_FIGURE_KEY, Attempt, ProgramAnswer, Session, Vote, VoteGroup, WeakVote
 
 _SERIES_FOOTER = re.compile(r"^(?:Name: .*, )?(?:Length: \d+, )?dtype: \w+$")
 _FRAME_FOOTER = re.compile(r"^\[\d+ rows x \d+ columns\]$")

@@ -11,9 +11,9 @@ from __future__ import annotations
 import html
 from typing import Any
 
-from ..engine.prompts import context_block
 from ..engine.records import Attempt, DataLook, PromptContext, Session, Vote
 from ..engine.vote import doubt_message, effort_note, more_programs_reason, reasoning_reason, second_opinion_note
+from ..prompts import context_block
 
 STYLE = """
 <style>

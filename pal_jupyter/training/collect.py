@@ -23,11 +23,11 @@ from typing import Any
 
 from ..backends import GenerationOptions, ModelBackend
 from ..engine.grading import expected_of, is_correct, question_of
-from ..engine import prompts
 from ..engine.loop import solve
 from ..engine.records import Attempt, Session
 from ..errors import NoCodeError, PalError
 from ..kernels import ExecutorLimits, KernelPool
+from ..prompts.feedback import execution_feedback
 
 PROGRAMS = "programs.jsonl"
 MANIFEST = "collect.json"
@@ -111,7 +111,7 @@ def _program(attempt: Attempt, expected: Any) -> dict[str, Any]:
     printed = execution.text_output() if execution is not None else ""
     correct = is_correct(attempt.program_answer, execution, expected) if attempt.ran_cleanly else False
     # The feedback a learner gets: the interpreter's, and for a program that ran, the verdict.
-    feedback = (prompts.execution_feedback(execution, correct, attempt.code) if execution is not None
+    feedback = (execution_feedback(execution, correct, attempt.code) if execution is not None
                 else attempt.feedback)
     return {
         "round": attempt.index, "sample": attempt.sample, "kind": attempt.kind,

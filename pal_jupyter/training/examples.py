@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from ..backends.adapters import BAD, FEEDBACK_BEGIN, FEEDBACK_END, GOOD
-from ..engine import prompts
+from .. import prompts
 from ..engine.trace import read_trace
 from ..errors import PalError
 

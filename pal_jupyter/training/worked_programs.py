@@ -8,7 +8,7 @@ solution is kept only if every step computes the value its annotation says and t
 run, prints the reference answer: the bank holds programs verified by execution, nothing typed
 by hand.
 
-Build (the packaged file, ``pal_jupyter/engine/worked_programs.jsonl.gz``)::
+Build (the packaged file, ``pal_jupyter/prompts/worked_programs.jsonl.gz``)::
 
     python -m pal_jupyter.training.worked_programs ../shared/data/gsm8k/train.jsonl
 """
@@ -30,7 +30,7 @@ from collections import Counter
 from collections.abc import Iterable, Iterator
 from pathlib import Path
 
-from ..engine.retrieval import BANK_PATH, WorkedProgram
+from ..prompts.retrieval import BANK_PATH, WorkedProgram
 
 ANNOTATION = re.compile(r"<<([^=<>]*)=([^<>]*)>>")
 NUMBER = re.compile(r"(?<![\w.])\d+(?:\.\d+)?(?![\w.])")

@@ -4,7 +4,7 @@
 described exactly as the user's data is. ``DATA_IDIOMS`` are shorter examples of the idioms
 analysts' questions need (percentages, distinct counts, the busiest group, weekends, pivots,
 missing as 0, matching two frames): the data prompt adds the ones most like the question
-(:class:`~pal_jupyter.engine.prompts.DataPromptStyle`). Every ``answer`` is what ``code``
+(:class:`~pal_jupyter.prompts.styles.DataPromptStyle`). Every ``answer`` is what ``code``
 prints on :func:`example_frames`; the tests run each to check, and check the frames unchanged.
 """
 

@@ -1,0 +1,56 @@
+"""The repair prompt: the question, the failed program and the interpreter's feedback, then a request.
+
+After a failed attempt the model is shown what went wrong (:mod:`.feedback`) and asked for a short
+plain-language explanation followed by a corrected program (LeTI: learning from the interpreter's
+error text).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from ..backends import ChatMessage
+from .data import question_text
+from .questions import context_block
+from .styles import SYSTEM
+
+REPAIR_REQUEST = (
+    "First explain in one or two plain sentences, for a beginner, what went wrong and why "
+    "(start with 'Explanation:'). Then give the complete corrected program in one ```python "
+    "block that prints the answer."
+)
+
+MAX_FEEDBACK_CHARS = 2000  # keep the prompt short: the end of a traceback says the most
+
+
+def repair_messages(
+    question: str,
+    program: str | None,
+    feedback: str,
+    variables: Mapping[str, Any] | None = None,
+    *,
+    repeated: bool = False,
+    look: str | None = None,
+    context: str | None = None,
+) -> list[ChatMessage]:
+    """The prompt after a failed attempt: question (after the notebook ``context``, when there is one), failed
+    program, interpreter feedback.
+
+    ``repeated``: the last "correction" was the same program as before. Saying so changes the
+    prompt, which matters with greedy decoding: the same prompt would get the same reply again.
+    """
+    if len(feedback) > MAX_FEEDBACK_CHARS:
+        feedback = "...\n" + feedback[-MAX_FEEDBACK_CHARS:]
+    parts = [context_block(context)] if context and context.strip() else []
+    parts.append(f"Question: {question_text(question, variables, look)}")
+    if program is None:
+        parts.append("Your previous reply contained no Python code.")
+    else:
+        parts.append(f"This program was written to answer it:\n```python\n{program}\n```")
+    parts.append(f"Running it gave this result:\n```text\n{feedback.rstrip()}\n```")
+    if repeated:
+        parts.append("This program is unchanged from the previous attempt, which failed the same way. "
+                     "Change the line the error points at.")
+    parts.append(REPAIR_REQUEST)
+    return [{"role": "system", "content": SYSTEM}, {"role": "user", "content": "\n\n".join(parts)}]

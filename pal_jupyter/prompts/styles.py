@@ -1,0 +1,143 @@
+"""Prompt styles: the system message and the worked examples a question is asked after.
+
+A style is a system message and its worked examples, shown as earlier user and assistant turns:
+word problems as flat scripts that print (:data:`SYSTEM`, GSM8K train questions from
+:mod:`.worked_examples`) or in PAL's ``def solution()`` form, the most similar solved questions of the
+verified bank (:mod:`.retrieval`), or, for questions about the user's data, pandas examples about a
+described DataFrame and the idioms most like the question (:mod:`.data_examples`). The style is
+chosen by name (:data:`PROMPT_STYLES`); :meth:`PromptStyle.chat` builds every chat that is asked in
+one, the question's (:func:`~.questions.pal_messages`) and the training examples' (:mod:`.training`).
+"""
+
+from __future__ import annotations
+
+import functools
+from dataclasses import dataclass
+
+from ..backends import ChatMessage
+from . import retrieval
+from .data import describe_variables, question_text
+from .data_examples import DATA_EXAMPLES, DATA_IDIOMS, DataExample, example_frames, example_trips
+from .worked_examples import WORKED_EXAMPLES
+
+SYSTEM = (
+    "You are a patient Python tutor. You answer questions by writing a short Python program "
+    "that computes the answer and prints it, so the computer does the arithmetic. Use clear "
+    "variable names and brief comments. Reply with exactly one ```python code block."
+)
+PAL_SYSTEM = (
+    "You are a patient Python tutor. You answer questions by writing a Python function "
+    "solution() that computes the answer step by step, one named variable per quantity, and "
+    "returns it, so the computer does the arithmetic. Reply with exactly one ```python code block."
+)
+
+
+@dataclass(frozen=True)
+class PromptStyle:
+    """A system message and worked examples shown before the question."""
+
+    name: str
+    description: str
+    system: str
+    examples: tuple[tuple[str, str], ...]  # (question, assistant reply)
+
+    def turns(self, question: str) -> tuple[tuple[str, str], ...]:
+        """The worked examples shown before ``question``, as (user message, assistant reply) turns."""
+        return self.examples
+
+    def chat(self, question: str, turn: str) -> list[ChatMessage]:
+        """The chat ``question`` is asked in: the system message, the worked examples shown before it,
+        then ``turn``, the question as the model reads it (:func:`~.questions.question_turn`)."""
+        messages: list[ChatMessage] = [{"role": "system", "content": self.system}]
+        for example_question, example_answer in self.turns(question):
+            messages.append({"role": "user", "content": example_question})
+            messages.append({"role": "assistant", "content": example_answer})
+        messages.append({"role": "user", "content": turn})
+        return messages
+
+
+DATA_SYSTEM = (
+    "You are a careful data analyst. You answer questions about the user's data by writing a short "
+    "Python program with pandas that computes the answer and prints it. The user's variables already "
+    "exist in the program's session: use them as they are, and never create, load or rebuild them. "
+    "Reply with exactly one ```python code block."
+)
+
+
+@dataclass(frozen=True)
+class DataPromptStyle(PromptStyle):
+    """Worked examples about a DataFrame, described exactly as the user's data is described; then
+    up to ``idioms`` short examples of the pandas idioms most like the question (:data:`DATA_IDIOMS`)."""
+
+    idioms: int = 0
+
+    def turns(self, question: str) -> tuple[tuple[str, str], ...]:
+        chosen = _idiom_index().most_similar(question, self.idioms) if self.idioms else []
+        return _data_turns(self.examples) + tuple((_idiom_text(idiom), idiom.reply()) for idiom in chosen)
+
+
+@functools.cache
+def _data_turns(examples: tuple[tuple[str, str], ...]) -> tuple[tuple[str, str], ...]:
+    trips = {"trips": example_trips()}
+    return tuple((question_text(question, trips), reply) for question, reply in examples)
+
+
+@functools.cache
+def _idiom_index() -> retrieval.SimilarQuestions[DataExample]:
+    return retrieval.SimilarQuestions(DATA_IDIOMS)
+
+
+@functools.cache  # builds the example frames to describe them: once per idiom, not per question
+def _idiom_text(idiom: DataExample) -> str:
+    """An idiom's question, short: `trips` was described in full by the fixed examples above it,
+    which keeps the added examples to a few dozen tokens each."""
+    others = {name: frame for name, frame in example_frames().items() if name in idiom.frames and name != "trips"}
+    also = f"\nAlso in the session:\n{describe_variables(others)}" if others else ""
+    return f"{idiom.question}\n\nUse `trips` (described above) as it is.{also}"
+
+
+@dataclass(frozen=True)
+class SimilarPromptStyle(PromptStyle):
+    """The ``shots`` most similar solved questions of the verified bank (:mod:`.retrieval`), each
+    a program whose comments are the solution's steps. Measured against the fixed examples in
+    benchmarks/README.md ("Examples chosen for the question"): not the default."""
+
+    shots: int = 2
+
+    def turns(self, question: str) -> tuple[tuple[str, str], ...]:
+        return tuple(retrieval.similar_examples(question, self.shots))
+
+
+PROMPT_STYLES: dict[str, PromptStyle] = {
+    style.name: style
+    for style in (
+        PromptStyle("chat-2shot", "flat script that prints, 2 worked examples", SYSTEM,
+                    tuple((e.question, e.as_script()) for e in WORKED_EXAMPLES[:2])),
+        PromptStyle("chat-8shot", "flat script that prints, 8 worked examples", SYSTEM,
+                    tuple((e.question, e.as_script()) for e in WORKED_EXAMPLES)),
+        PromptStyle("pal-8shot", "PAL's def solution() that returns, 8 worked examples", PAL_SYSTEM,
+                    tuple((e.question, e.as_pal_function()) for e in WORKED_EXAMPLES)),
+        SimilarPromptStyle("chat-similar", "flat script that prints, the 2 most similar of 7,001 verified "
+                           "GSM8K train programs", SYSTEM, (), shots=2),
+        # What pal-jupyter train fine-tunes on (training.TRAINED_STYLE), and so what its adapters are asked with.
+        PromptStyle("chat-0shot", "flat script that prints, no worked examples", SYSTEM, ()),
+        DataPromptStyle("data-3shot", "pandas on a described DataFrame, 3 worked examples", DATA_SYSTEM,
+                        tuple((e.question, e.reply()) for e in DATA_EXAMPLES)),
+        DataPromptStyle("data-similar", "data-3shot, then the 2 pandas idioms most like the question",
+                        DATA_SYSTEM, tuple((e.question, e.reply()) for e in DATA_EXAMPLES), idioms=2),
+        PromptStyle("data-0shot", "pandas on a described DataFrame, no worked examples", DATA_SYSTEM, ()),
+    )
+}
+#: Chosen by measurement on GSM8K train questions that are not worked examples (benchmarks/README.md).
+DEFAULT_STYLE = "chat-2shot"
+#: For questions about the user's variables (``--use``): measured on the DataFrame suite
+#: (docs/benchmarks.md, "Prompts for questions about your data").
+DATA_STYLE = "data-similar"
+FEW_SHOT = PROMPT_STYLES[DEFAULT_STYLE].examples
+
+
+def prompt_style(name: str) -> PromptStyle:
+    try:
+        return PROMPT_STYLES[name]
+    except KeyError:
+        raise ValueError(f"Unknown prompt style {name!r}: choose one of {', '.join(PROMPT_STYLES)}.") from None
