@@ -25,31 +25,19 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..backends import ChatMessage, GenerationOptions, ModelBackend
-from .. import prompts
+from ..backends import GenerationOptions, ModelBackend
 from ..engine.answers import numbers_match, parse_number
 from ..engine.extraction import clean_explanation, extract_code
 from ..engine.records import ProgramAnswer, Session
 from ..errors import NoCodeError
 from ..kernels import ExecutionResult, ExecutorLimits, KernelPool
+from ..prompts.tutor import check_messages, explanation_messages, plan_messages
 from .cell_error import CellError, located_error
 from .error_hints import plain_hint, typo_hint
 from .steps import step_to_recheck
 
 BLANK = "___"
 LEVEL_TITLES = {1: "A plan: questions to guide you", 2: "A skeleton: fill in the blanks", 3: "The full program"}
-
-PLAN_SYSTEM = (
-    "You are a patient math tutor for beginners. You never give the final answer. You help a "
-    "student find the steps themselves by asking short guiding questions."
-)
-# GSM8K train question 1 (MIT licence), with guiding questions in the Socratic split's style.
-PLAN_EXAMPLE = (
-    "Natalia sold clips to 48 of her friends in April, and then she sold half as many clips in May. "
-    "How many clips did Natalia sell altogether in April and May?",
-    "1. How many clips did Natalia sell in May, if it was half as many as in April?\n"
-    "2. How do you combine the clips from April and May to get the total?",
-)
 
 
 @dataclass
@@ -118,24 +106,13 @@ def plan_hint(
     question: str, program: str, answer: float | None, backend: ModelBackend, generation: GenerationOptions | None = None
 ) -> Hint:
     """Level 1: guiding sub-questions written by the model from the working program."""
-    messages: list[ChatMessage] = [
-        {"role": "system", "content": PLAN_SYSTEM},
-        {"role": "user", "content": _plan_request(*PLAN_EXAMPLE[:1], None)},
-        {"role": "assistant", "content": PLAN_EXAMPLE[1]},
-        {"role": "user", "content": _plan_request(question, program)},
-    ]
+    messages = plan_messages(question, program)
     options = GenerationOptions(max_new_tokens=160, stop_after_code=False,
                                 temperature=generation.temperature if generation else 0.0,
                                 seed=generation.seed if generation else None)
     text = backend.generate(messages, options).text
     questions = [line.strip() for line in text.strip().splitlines() if line.strip()][:5]
     return Hint(1, LEVEL_TITLES[1], scrub_answer("\n".join(questions), answer), False)
-
-
-def _plan_request(question: str, program: str | None = None) -> str:
-    steps = f"\n\nA correct solution, for you only (do not show it):\n{program}" if program else ""
-    return (f"Question: {question}{steps}\n\nWrite 2 to 4 short numbered questions that guide a student "
-            "through the steps. Do not give the final answer and do not write code.")
 
 
 def scrub_answer(text: str, answer: float | None) -> str:
@@ -297,10 +274,8 @@ def check_code(
         return check
     if check.line and 0 < check.line <= len(code.splitlines()):
         check.line_text = code.splitlines()[check.line - 1].strip()
-    feedback = prompts.execution_feedback(result, correct=False if check.verdict == "wrong_answer" else None, code=code)
-    if check.verdict == "wrong_answer":
-        feedback += f"\nThe expected answer is {expected:g}."
-    reply = backend.generate(_check_messages(code, feedback, question), generation or GenerationOptions())
+    messages = check_messages(code, result, question, expected if check.verdict == "wrong_answer" else None)
+    reply = backend.generate(messages, generation or GenerationOptions())
     check.explanation, fixed = _split_reply(reply.text)
     if check.verdict == "wrong_answer" and not allow_solution:
         check.explanation = scrub_answer(check.explanation, expected)
@@ -316,19 +291,6 @@ def check_code(
         if verified.ok and (expected is None or numbers_match(parse_number(verified.text_output()), expected)):
             check.corrected = fixed
     return check
-
-
-def _check_messages(code: str, feedback: str, question: str) -> list[ChatMessage]:
-    about = f"The exercise: {question}\n\n" if question else ""
-    return [
-        {"role": "system", "content": prompts.SYSTEM},
-        {"role": "user", "content": (
-            f"{about}A beginner wrote this program:\n```python\n{code}\n```\n\nRunning it gave:\n```text\n"
-            f"{feedback.strip()}\n```\n\nExplain in two or three plain sentences, for a beginner, what went "
-            "wrong and why (start with 'Explanation:'). Do not use jargon. Then give the corrected program "
-            "in one ```python block."
-        )},
-    ]
 
 
 def _split_reply(text: str) -> tuple[str, str | None]:
@@ -362,15 +324,6 @@ def _hint_from(check: CheckResult) -> str:
 # ---------------------------------------------------------------------- explaining an exception
 
 
-EXPLAIN_ASK = ("Explain in two or three plain sentences what went wrong and how to fix it. Do not write the "
-               "whole program; at most show the one corrected line.")
-# Tutor mode: the student should make the fix, so the explanation names the line and asks.
-EXPLAIN_HINT = ("Explain in two or three short sentences what went wrong on that line, as you would to a child: "
-                "use short, common words (say 'join' not 'concatenate', 'number' not 'integer' or 'float', "
-                "'name' not 'variable'). Then ask one question that leads the student to the fix. Do not write "
-                "any code and do not give the corrected line.")
-
-
 def explain_error(
     code: str, error: CellError, backend: ModelBackend, generation: GenerationOptions | None = None,
     *, as_hint: bool = False, known: Iterable[str] = (),
@@ -393,13 +346,7 @@ def model_explanation(
 ) -> str:
     """The model's explanation of an error (``as_hint``: in short words, no code), for the errors
     :func:`explain_error` has no words of its own for."""
-    messages: list[ChatMessage] = [
-        {"role": "system", "content": prompts.SYSTEM},
-        {"role": "user", "content": (
-            f"A beginner ran this code:\n```python\n{code}\n```\n\nand got this error:\n```text\n{error_text.strip()}\n```\n\n"
-            + (EXPLAIN_HINT if as_hint else EXPLAIN_ASK)
-        )},
-    ]
+    messages = explanation_messages(code, error_text, as_hint)
     options = GenerationOptions(max_new_tokens=200, stop_after_code=False,
                                 temperature=generation.temperature if generation else 0.0)
     text = backend.generate(messages, options).text
