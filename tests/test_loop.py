@@ -8,7 +8,8 @@ from pal_jupyter import EmptyQuestionError, KernelPool, NoCodeError, ScriptedBac
 from pal_jupyter.engine.answers import numbers_match, parse_number
 from pal_jupyter.engine.loop import SolveObserver
 from pal_jupyter.engine.trace import read_trace
-from pal_jupyter.training.examples import leti_text, load_examples
+from pal_jupyter.prompts import leti_text
+from pal_jupyter.training.examples import load_examples
 
 
 @pytest.fixture(scope="module")

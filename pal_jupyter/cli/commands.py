@@ -390,7 +390,8 @@ def cmd_compare(args: argparse.Namespace) -> int:
 def cmd_leti(args: argparse.Namespace) -> int:
     """The LeTI examples of a trace (or of collected programs), exactly as ``train --format leti``
     reads them: the same file, the same examples, the same text."""
-    from ..training.examples import leti_text, load_examples
+    from ..prompts import leti_text
+    from ..training.examples import load_examples
 
     examples, _counts = load_examples([_existing_file(args.trace, "trace")])
     for example in examples:

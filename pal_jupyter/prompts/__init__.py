@@ -6,8 +6,9 @@ One module per job:
 pandas examples and idioms, the verified bank of similar solved questions) <- ``data`` (the user's
 variables described, the data instructions, the data look's section) <- ``styles`` (system messages
 and worked examples, by name) <- ``questions`` (the question's turn and the first prompt) <-
-``feedback`` (what the interpreter said about a run), ``repairs`` (the repair prompt) and ``words``
-(reason first, then program).
+``feedback`` (what the interpreter said about a run), ``repairs`` (the repair prompt), ``words``
+(reason first, then program), ``tutor`` (plans and explanations) and ``training`` (the chats a model
+is fine-tuned on, built as the chats it is asked in).
 
 The package sits below the engine (it imports only backends' and kernels' types), so the engine,
 the classroom and training all ask it for their chats, and a prompt is written in one place.
@@ -19,12 +20,14 @@ from .questions import CONTEXT_INTRO, CONTEXT_QUESTION, context_block, pal_messa
 from .repairs import REPAIR_REQUEST, repair_messages
 from .styles import (DATA_STYLE, DATA_SYSTEM, DEFAULT_STYLE, FEW_SHOT, PAL_SYSTEM, PROMPT_STYLES, SYSTEM, PromptStyle,
                      prompt_style)
+from .training import TRAINED_STYLE, leti_text, training_messages
 from .words import FOLLOW_YOUR_STEPS, WORDS_SYSTEM, program_messages, words_messages
 
 __all__ = [
     "CHART_INSTRUCTIONS", "CONTEXT_INTRO", "CONTEXT_QUESTION", "DATA_INSTRUCTIONS", "DATA_STYLE", "DATA_SYSTEM",
     "DEFAULT_STYLE", "FEW_SHOT", "FOLLOW_YOUR_STEPS", "PAL_SYSTEM", "PROMPT_STYLES", "REPAIR_REQUEST", "SYSTEM",
-    "WORDS_SYSTEM", "PromptStyle", "asks_for_chart", "context_block", "describe_variables", "execution_feedback",
-    "misspelt_name", "name_suggestion", "pal_messages", "program_messages", "prompt_style", "question_turn",
-    "repair_messages", "replaced_data_feedback", "with_context", "words_messages",
+    "TRAINED_STYLE", "WORDS_SYSTEM", "PromptStyle", "asks_for_chart", "context_block", "describe_variables",
+    "execution_feedback", "leti_text", "misspelt_name", "name_suggestion", "pal_messages", "program_messages",
+    "prompt_style", "question_turn", "repair_messages", "replaced_data_feedback", "training_messages",
+    "with_context", "words_messages",
 ]

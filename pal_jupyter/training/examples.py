@@ -3,7 +3,8 @@
 Sources: ``programs.jsonl`` from ``pal-jupyter collect`` (verdicts known), and JSONL traces of
 ``%%pal``, ``pal-jupyter ask`` and ``bench --trace`` (only whether a program ran is known).
 
-Two formats (see :mod:`pal_jupyter.backends.adapters`):
+Two formats (see :mod:`pal_jupyter.backends.adapters`); the chats are the prompts package's
+(:mod:`pal_jupyter.prompts.training`), the chats the model is asked in:
 
 * **LeTI**: every program, good or bad. The user turn starts with the reward token and the
   interpreter's feedback (``<|good|><|feedback|>It printed: 72<|/feedback|>``), then the
@@ -20,10 +21,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from ..backends.adapters import BAD, FEEDBACK_BEGIN, FEEDBACK_END, GOOD
-from .. import prompts
+from ..backends.adapters import FEEDBACK_END
 from ..engine.trace import read_trace
 from ..errors import PalError
+from ..prompts.questions import question_turn
+from ..prompts.training import training_messages
 
 IGNORE = -100  # label of a token that carries no loss
 MAX_FEEDBACK_CHARS = 600
@@ -31,7 +33,7 @@ MAX_FEEDBACK_CHARS = 600
 
 @dataclass(frozen=True)
 class Example:
-    question: str
+    question: str  # the question's turn, as the model was asked it (prompts.questions.question_turn)
     program: str
     feedback: str
     ran: bool
@@ -79,7 +81,7 @@ def _example(record: dict[str, Any]) -> Example | None:
     question = str(record.get("question") or "").strip()
     context = record.get("context") or {}  # a notebook's cells the model was shown before the question
     if question and isinstance(context, dict) and context.get("text"):
-        question = prompts.with_context(question, str(context["text"]))  # learn from what the model saw
+        question = question_turn(question, context=str(context["text"]))  # learn from what the model saw
     if "program" in record:  # pal-jupyter collect
         program = record.get("program")
         ran, correct = bool(record.get("ran")), record.get("correct")
@@ -103,31 +105,14 @@ def select(examples: list[Example], fmt: str) -> list[Example]:
     return list(examples)
 
 
-def _program_reply(program: str) -> str:
-    return f"```python\n{program.strip()}\n```"
-
-
-def leti_user_turn(example: Example) -> str:
-    """The user turn LeTI learns from: the reward token and the interpreter's feedback, then the question."""
-    return f"{GOOD if example.good else BAD}{FEEDBACK_BEGIN}{example.feedback.strip()}{FEEDBACK_END}{example.question}"
-
-
-def leti_text(example: Example) -> str:
-    """An example as ``pal-jupyter leti`` shows it: the user turn and the program that ``pal-jupyter
-    train --format leti`` learns from, before the model's chat template wraps them."""
-    return f"{leti_user_turn(example)}\n{_program_reply(example.program)}\n"
-
-
 def tokenize(tokenizer: Any, example: Example, fmt: str, max_length: int) -> Tokenized:
     """Token ids and labels of one example; context tokens are labelled IGNORE."""
-    system = {"role": "system", "content": prompts.SYSTEM}
-    reply = {"role": "assistant", "content": _program_reply(example.program)}
+    messages = training_messages(example, fmt)
+    text = _render(tokenizer, messages)
     if fmt == "leti":
-        text = _render(tokenizer, [system, {"role": "user", "content": leti_user_turn(example)}, reply])
         split = text.index(FEEDBACK_END) + len(FEEDBACK_END)
     else:
-        context = _render(tokenizer, [system, {"role": "user", "content": example.question}], generation=True)
-        text = _render(tokenizer, [system, {"role": "user", "content": example.question}, reply])
+        context = _render(tokenizer, messages[:-1], generation=True)
         if not text.startswith(context):
             raise PalError("The model's chat template renders a prompt that is not a prefix of the full chat.")
         split = len(context)

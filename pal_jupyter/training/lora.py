@@ -27,6 +27,7 @@ from typing import Any
 from ..backends.adapters import SPECIAL_TOKENS, AdapterInfo, file_sha256, fingerprint
 from ..backends.huggingface import model_directory, resolve_device, resolve_dtype, resolve_source
 from ..errors import PalError
+from ..prompts.training import TRAINED_STYLE
 from .examples import IGNORE, Example, Tokenized, select, tokenize
 
 log = logging.getLogger(__name__)
@@ -163,7 +164,7 @@ def train(
     counts = {"good": sum(e.good for e in chosen), "bad": sum(not e.good for e in chosen), "total": len(chosen)}
     result = TrainResult(out, total, counts, losses, seconds, peak, step_seconds)
     AdapterInfo(
-        format=settings.format, base=base, base_fingerprint=fingerprint(model_directory(resolved)),
+        format=settings.format, base=base, base_fingerprint=fingerprint(model_directory(resolved)), prompt=TRAINED_STYLE,
         data=[{"path": str(f), "sha256": file_sha256(f)} for f in data_files or []],
         examples=counts, settings=asdict(settings) | {"device": device, "dtype": dtype},
         training={"steps": total, "seconds": round(seconds, 1),
