@@ -13,9 +13,10 @@ from jupyter_client import KernelManager
 class UserKernel:
     """A user's kernel and a client: run code, collect outputs and the execute reply."""
 
-    def __init__(self, env: dict[str, str] | None = None):
+    def __init__(self, env: dict[str, str] | None = None, arguments: list[str] | None = None):
         self.km = KernelManager(kernel_name="python3", transport="ipc")
-        self.km.start_kernel(env={**os.environ, "PAL_JUPYTER_TRACE": "/dev/null", **(env or {})})
+        self.km.start_kernel(env={**os.environ, "PAL_JUPYTER_TRACE": "/dev/null", **(env or {})},
+                             extra_arguments=arguments or [])  # e.g. --PalMagics.seed=0, as a kernel spec passes
         self.kc = self.km.blocking_client()
         self.kc.start_channels()
         self.kc.wait_for_ready(timeout=60)

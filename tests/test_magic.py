@@ -152,6 +152,20 @@ def test_pal_config_lists_settings(kernel):
     assert "max_attempts" in text_of(outputs)
 
 
+def test_options_on_the_kernel_command_line_are_read_as_their_types():
+    """``--PalMagics.seed=0`` in a kernel spec's argv arrives as the string "0": it is read as the
+    trait reads it (an int), not dropped as a wrong type."""
+    kernel = UserKernel(arguments=["--PalMagics.seed=0", "--PalMagics.max_attempts=4", "--PalMagics.timeout=12.5",
+                                   "--PalMagics.trace=off"])
+    try:
+        run_ok(kernel, "%load_ext pal_jupyter")
+        text = text_of(run_ok(kernel, "%pal_config"))
+        assert "PalMagics.seed            = 0" in text and "PalMagics.max_attempts    = 4" in text, text
+        assert "PalMagics.timeout         = 12.5" in text, text
+    finally:
+        kernel.close()
+
+
 def test_unload_releases_child_kernels(kernel):
     assert kernel.child_kernels(), "a warm child kernel is kept after %load_ext"
     run_ok(kernel, "%unload_ext pal_jupyter")

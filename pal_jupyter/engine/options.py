@@ -155,6 +155,18 @@ def _make_trait_class() -> type:
             except OptionError as exc:
                 raise TraitError(str(exc)) from None
 
+        def from_string(self, s: str) -> Any:
+            """A value written on a command line (``--PalMagics.seed=0`` in a kernel spec), read as
+            the option's type; what cannot be read stays text, for ``validate`` to refuse in words."""
+            if s == "None" and self.option.optional:
+                return None
+            if self.option.kind in (int, float):
+                try:
+                    return self.option.kind(s)
+                except ValueError:
+                    return s
+            return s
+
     return OptionTrait
 
 

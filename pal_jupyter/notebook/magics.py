@@ -22,6 +22,7 @@ from IPython.core.magic import Magics, line_cell_magic, line_magic, magics_class
 from IPython.core.magic_arguments import argument, magic_arguments, parse_argstring
 from traitlets import Bool, TraitError, Unicode
 from traitlets.config import Config
+from traitlets.config.loader import DeferredConfig
 
 from ..classroom.policy import TeacherPolicy
 from ..engine.options import OPTIONS
@@ -230,6 +231,10 @@ def _configured_magics(ipython: Any) -> PalMagics:
     others = Config({k: v for k, v in ipython.config.items() if k != "PalMagics"})
     magics = PalMagics(shell=ipython, config=others)
     for name, value in settings.items():
+        if isinstance(value, DeferredConfig) and magics.has_trait(name):
+            # ``--PalMagics.seed=0`` on the kernel's command line arrives as the text "0": read it
+            # the way traitlets reads config it loads itself, with the trait's from_string.
+            value = value.get_value(magics.traits()[name])
         try:
             setattr(magics, name, value)
         except TraitError as exc:
