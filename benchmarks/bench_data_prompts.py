@@ -8,7 +8,7 @@ question about a six-row frame of issue 21 (right answer 159). Each prompt style
 greedy program per question (the plainest baseline: no vote, no repair); the program runs in a
 child kernel with the frames it was given. Prompts:
 
-* a prompt style of ``pal_jupyter.engine.prompts`` by name (``chat-2shot``: the word-problem
+* a prompt style of ``pal_jupyter.prompts`` by name (``chat-2shot``: the word-problem
   examples every question used before; ``data-3shot``: the data prompt's three fixed examples;
   ``data-similar``: those, then the two pandas idioms most like the question (the default); ``data-0shot`` ...);
 * ``plain``: the zero-shot prompt of issue 21's measurement: the frame's dtypes and first 3 rows,

@@ -37,7 +37,7 @@ from typing import Any
 from pal_jupyter import KernelPool
 from pal_jupyter.backends import GenerationOptions, load_model
 from pal_jupyter.backends.presets import DEFAULT_MODEL
-from pal_jupyter.classroom.error_hints import located_error
+from pal_jupyter.classroom.cell_error import located_error
 from pal_jupyter.classroom.tutor import explain_error, model_explanation, plan_hint
 from pal_jupyter import prompts
 from pal_jupyter.engine.answers import parse_number
@@ -175,8 +175,9 @@ def main() -> int:
                 if error is None:  # the join was of text: no error; try the other
                     continue
                 code = broken.splitlines()[error.lineno - 1] if error.lineno else ""
-                text = located_error(error.ename, error.evalue, error.lineno, code)
-                hint = explain_error(broken, text, backend, greedy, as_hint=True)
+                located = located_error(error.ename, error.evalue, error.lineno, code)
+                text = located.report()
+                hint = explain_error(broken, located, backend, greedy, as_hint=True)
                 kind = kind_of(text, hint)
                 measured[f"error: {kind}"].append(readability(hint))
                 record.update(broken=broken, error=text, error_hint=hint)

@@ -49,7 +49,7 @@ class TransformersBackend(BatchingBackend):
     dtype: str
     load_seconds: float = 0.0
     prefix: str = ""  # a LeTI adapter conditions every question on its reward token (see adapters)
-    prompt_style: str | None = None  # how an adapter was trained to be asked (engine.prompts styles)
+    prompt_style: str | None = None  # how an adapter was trained to be asked (pal_jupyter.prompts styles)
     prefix_cache_size: int = 4  # distinct prompt prefixes kept (system + worked examples)
     runtime_reason: str = ""  # why this runtime was chosen (registry.choose_runtime)
     _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)

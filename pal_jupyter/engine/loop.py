@@ -126,7 +126,7 @@ def solve(
     refused before it runs (``guard_data=False`` runs it anyway: the benchmark measures the guard
     that way); of ``namespace`` (e.g. a notebook's globals) only the names a program actually
     uses are copied in. Every program is appended to ``trace`` (a JSONL path) when given.
-    ``prompt_style`` picks the worked examples (:data:`pal_jupyter.engine.prompts.PROMPT_STYLES`);
+    ``prompt_style`` picks the worked examples (:data:`pal_jupyter.prompts.PROMPT_STYLES`);
     by default the backend's own ``prompt_style`` (a fine-tuned adapter is asked the way it was
     trained), else the measured default. ``context`` (a notebook's last cells and error:
     :mod:`pal_jupyter.notebook.context`) is shown before the question in its own turn of every prompt,

@@ -111,7 +111,7 @@ class NotebookContext:
         return len(self.candidates) - len(self.cells)
 
     def prompt_text(self) -> str:
-        """The cells and the error as the model reads them (the engine labels them: engine.prompts)."""
+        """The cells and the error as the model reads them (labelled by pal_jupyter.prompts.questions)."""
         return _text(self.cells, self.error)
 
     def fitted(self, counter: TokenCounter = ESTIMATE, cap: int = MAX_CONTEXT_TOKENS) -> NotebookContext:
