@@ -3,7 +3,9 @@
     python benchmarks/bench_views.py collect --suite dataframes [--out FILE]
     python benchmarks/bench_views.py collect --suite charts --views plain,zero,shots,t04
     python benchmarks/bench_views.py collect --suite gsm8k --offset 300 --limit 40 [--out FILE]
-    python benchmarks/bench_views.py score FILE [FILE ...]
+    python benchmarks/bench_views.py score FILE [FILE ...] [--rates bench-results/rates.json]
+    python benchmarks/bench_views.py calibrate            # this CPU's prefill and decode speeds
+    python benchmarks/bench_views.py turns [--suite one-liners]   # the product end to end beside the baseline
 
 ``collect`` asks the default model (llama.cpp, the product's backend and prompts) for every
 *view* of each question, runs each program in a real child kernel (the DataFrame suite's frames
@@ -27,7 +29,13 @@ and applies the product's own reading of answers, its off-target checks and its 
 (``ProgramAnswer.same_as``, as :func:`pal_jupyter.engine.vote.take_vote` groups answers, with a weight per
 view), then prints, per suite, each view alone and each
 selection rule: right %, seconds and tokens per question, and how often answers shown as sure were
-right.
+right. The answer a ``words`` view ends on votes like a program that printed it.
+
+Seconds: each view's wall seconds as collected; with ``--rates`` (from ``calibrate``, run with
+nothing else on the machine) each view is priced instead by llama.cpp's own counts (prompt tokens
+prefilled, tokens decoded per row, recorded per view) at those speeds, so that a view written while
+something else used the cores costs what it would have cost alone. ``turns`` then runs the
+product's default end to end (``solve()``) beside the baseline, as a user waits for it.
 """
 
 from __future__ import annotations
@@ -83,10 +91,17 @@ def _program(reply: str, pool: KernelPool, variables: dict[str, Any]) -> dict[st
 
 def _ask(backend: Any, messages: list[dict[str, str]], n: int, options: GenerationOptions,
          pool: KernelPool | None, variables: dict[str, Any]) -> dict[str, Any]:
-    start = time.perf_counter()
+    start, cpu = time.perf_counter(), time.process_time()
     replies = generate_candidates(backend, messages, n, options)
     seconds = time.perf_counter() - start
-    view: dict[str, Any] = {"seconds": round(seconds, 2), "tokens": [r.completion_tokens for r in replies],
+    # llama.cpp's threads run in this process: CPU seconds over wall seconds near its thread count
+    # says nothing else competed for the cores while this view was written.
+    view: dict[str, Any] = {"seconds": round(seconds, 2), "cpu_s": round(time.process_time() - cpu, 2),
+                            "tokens": [r.completion_tokens for r in replies],
+                            # llama.cpp's own counts per row: prompt tokens prefilled (prompt_n) and
+                            # reused from its cache (cache_n), tokens decoded, and its milliseconds
+                            "timings": [{k: t.get(k) for k in ("prompt_n", "cache_n", "prompt_ms", "predicted_n",
+                                                               "predicted_ms")} for t in backend.last_timings],
                             "prompt_tokens": replies[0].prompt_tokens}
     if pool is not None:
         view["programs"] = [_program(r.text, pool, variables) for r in replies]
@@ -201,10 +216,22 @@ def _candidates(record: dict[str, Any], frames: dict[str, Any]) -> dict[str, lis
         if "programs" in view:
             views[name] = [Candidate(name, p, expected) for p in view["programs"]]
             mark_off_target([c.attempt for c in views[name]], question, named)
+        elif name == "words":  # the answer the words end on votes like a program that printed it
+            views[name] = [Candidate(name, _words_program(text), expected) for text in view["texts"]]
     everything = [c.attempt for cs in views.values() for c in cs]
     mark_off_target(everything, question, named)  # "a number where others printed one" sees every view
     return views
 
+
+def _words_program(text: str) -> dict[str, Any]:
+    """A words answer as a program that printed the number it ends on (none: a program that printed nothing)."""
+    answer = reasoning.read_words_answer(text)
+    return {"code": "# the answer in words", "reason": "ok", "stdout": f"{answer.text}\n" if answer else "",
+            "outputs": [], "error": None}
+
+
+#: Questions where a rule wanted samples that were not collected (it then stopped at its two views).
+MISSING_SAMPLES: set[int] = set()
 
 Rule = Callable[[dict[str, list[Candidate]], dict[str, Any]], tuple[Any, bool, list[str]]]
 
@@ -228,7 +255,9 @@ def _vote(candidates: Sequence[Candidate], weights: dict[str, float] | None = No
         group[2].append(c)
     if not groups:
         return None, 0.0, total
-    best = sorted(groups, key=lambda g: (-g[1], min(len(c.attempt.code or "") for c in g[2])))[0]
+    # Ties go to the shortest program, as in the product (the words are no program: they never break a tie).
+    best = sorted(groups, key=lambda g: (-g[1], min((len(c.attempt.code or "") for c in g[2] if c.view != "words"),
+                                                    default=10**9)))[0]
     return min(best[2], key=lambda c: len(c.attempt.code or "")), best[1], total
 
 
@@ -251,10 +280,33 @@ def _careful(first: str, second: str, escalate: str | None, n: int = 5, greedy_w
             fallback = next((c for c in pair if c.attempt.good), None)
             return fallback, False, [first, second]
         weights = {first: greedy_weight, second: greedy_weight}
-        if escalate not in views:
-            raise LookupError(f"{escalate} was not collected for a question whose greedy views disagree")
+        if escalate not in views:  # collected only where the greedy programs disagreed (not the words)
+            MISSING_SAMPLES.add(record["i"])
+            fallback = next((c for c in pair if c.attempt.good), None)
+            return fallback, False, [first, second]
         winner, weight, total = _vote(pair + views[escalate][:n], weights)
         return winner, weight >= 0.8 * total, [first, second, escalate]
+    return rule
+
+
+def _tiebreak(first: str, second: str, judge: str, escalate: str, n: int = 4) -> Rule:
+    """Two greedy views; when they agree, done and sure. Else ``judge`` is asked: the answer it
+    agrees with wins (not sure); when it agrees with neither, ``n`` samples of ``escalate`` join the vote."""
+    def rule(views: dict[str, list[Candidate]], record: dict[str, Any]) -> tuple[Any, bool, list[str]]:
+        pair = views[first][:1] + views[second][:1]
+        winner, weight, _ = _vote(pair)
+        if winner is not None and weight >= 2:
+            return winner, True, [first, second]
+        said = views[judge][0].attempt.program_answer
+        backed = next((c for c in pair if c.attempt.good and said is not None
+                       and c.attempt.program_answer.same_as(said)), None)
+        if backed is not None:
+            return backed, False, [first, second, judge]
+        if escalate not in views:
+            MISSING_SAMPLES.add(record["i"])
+            return next((c for c in pair if c.attempt.good), None), False, [first, second, judge]
+        winner, weight, total = _vote(pair + views[escalate][:n])
+        return winner, weight >= 0.8 * total, [first, second, judge, escalate]
     return rule
 
 
@@ -265,16 +317,20 @@ def _rules(data: bool) -> dict[str, Rule]:
         "shots (code only)": _single("shots"),
     }
     if not data:
+        rules["words (the answer the words end on)"] = _single("words")
         rules["reasoned (words, then its program)"] = _single("reasoned")
-    pairs = [("shots", "zero"), ("shots", "plain")] + ([("shots", "reasoned"), ("zero", "reasoned")] if not data else [])
+    pairs = [("shots", "zero"), ("shots", "plain")] + ([("shots", "reasoned"), ("zero", "reasoned"), ("shots", "words"),
+                                                        ("zero", "words")] if not data else [])
     for first, second in pairs:
         rules[f"{first}+{second}, stop"] = _careful(first, second, None)
         for weight in (1.0, 2.0):
             rules[f"{first}+{second}, else +4 x t04 (greedy x{weight:g})"] = _careful(first, second, "t04", 4, weight)
+    if not data:
+        rules["shots+zero, else words decide, else +4 x t04"] = _tiebreak("shots", "zero", "words", "t04")
     return rules
 
 
-def score(paths: Sequence[str]) -> None:
+def score(paths: Sequence[str], rates: dict[str, Any] | None = None) -> None:
     from pal_jupyter.evaluation.dataframes import build_frames
 
     frames = build_frames()
@@ -298,11 +354,12 @@ def score(paths: Sequence[str]) -> None:
         candidates = [(r, _candidates(r, frames)) for r in chosen]
         for name, rule in _rules(suite in DATA_SUITES).items():
             right, seconds, tokens, sure, sure_right = 0, [], [], 0, 0
+            MISSING_SAMPLES.clear()
             for record, views in candidates:
                 winner, is_sure, used = rule(views, record)
                 ok = winner is not None and winner.right
                 right += ok
-                seconds.append(sum(_seconds(record, v, used) for v in _priced(used)))
+                seconds.append(sum(_seconds(record, v, used, rates) for v in _priced(used)))
                 tokens.append(sum(sum(record["views"][v]["tokens"]) for v in _priced(used)))
                 sure += is_sure
                 sure_right += is_sure and ok
@@ -311,20 +368,142 @@ def score(paths: Sequence[str]) -> None:
             print(f"{name:<58} {right:>3}/{n:<3} {100 * right / n:3.0f}% {statistics.mean(seconds):6.1f} "
                   f"{statistics.median(seconds):7.1f} {p90:6.1f} {statistics.mean(tokens):7.0f} {sure:>5} "
                   f"{sure_right:>4}/{sure:<4}")
+            if MISSING_SAMPLES:
+                print(f"    ({len(MISSING_SAMPLES)} question(s) wanted samples that were not collected: stopped at two views)")
 
 
-def _seconds(record: dict[str, Any], view: str, used: list[str]) -> float:
-    """What ``view`` costs a rule. ``zero`` was collected right after ``plain``, whose prompt it shares
-    (the prompt cache held it): asked alone it would prefill that prompt itself, so it is priced at
-    ``plain``'s seconds unless the rule pays for ``plain`` too."""
-    if view == "zero" and "plain" not in used:
-        return max(record["views"]["zero"]["seconds"], record["views"]["plain"]["seconds"])
-    return record["views"][view]["seconds"]
+def _seconds(record: dict[str, Any], view: str, used: list[str], rates: dict[str, Any] | None = None) -> float:
+    """What ``view`` costs a rule: its wall seconds, or with ``rates`` its counts at those speeds.
+    ``zero`` was collected right after ``plain``, whose prompt it shares (the prompt cache held it):
+    asked alone it would prefill that prompt itself, so it is priced with ``plain``'s prefill unless
+    the rule pays for ``plain`` too."""
+    views = record["views"]
+    if rates is None:
+        if view == "zero" and "plain" not in used:
+            return max(views["zero"]["seconds"], views["plain"]["seconds"])
+        return views[view]["seconds"]
+    seconds = _modelled_seconds(views[view], rates)
+    if view == "zero" and "plain" not in used and views["zero"].get("timings") and views["plain"].get("timings"):
+        reused = (views["zero"]["timings"][0]["cache_n"] or 0) - (views["plain"]["timings"][0]["cache_n"] or 0)
+        seconds += max(0, reused) / rates["prefill_tok_s"]
+    return seconds
 
 
 def _priced(used: list[str]) -> list[str]:
     """The views a rule paid for (a program written after the words paid for the words too)."""
-    return used + (["words"] if "reasoned" in used else [])
+    return list(dict.fromkeys(used + (["words"] if "reasoned" in used else [])))
+
+
+# ------------------------------------------------------------------------------------------ turns
+
+#: One-line questions (written for this benchmark, not taken from any training or prompt set).
+ONE_LINERS = (
+    ("What is 17 times 23?", 391),
+    ("What is 15% of 80?", 12),
+    ("How many seconds are in 3 hours?", 10800),
+    ("If a train travels 60 mph for 2.5 hours, how many miles does it go?", 150),
+    ("What is the average of 4, 8 and 15?", 9),
+    ("A shirt costs $20 and is 25% off. What does it cost now, in dollars?", 15),
+    ("How many minutes are in a week?", 10080),
+    ("What is 2 to the power of 10?", 1024),
+    ("What is the remainder when 100 is divided by 7?", 2),
+    ("How many metres are in 5.5 kilometres?", 5500),
+)
+
+
+def turns(args: argparse.Namespace) -> None:
+    """End to end, as a user waits: ``solve()`` with the product's defaults (the careful method, its
+    views, samples and repairs) beside the plainest baseline, question by question in one run."""
+    from pal_jupyter import solve
+
+    rows = ([{"question": q, "answer": a} for q, a in ONE_LINERS] if args.suite == "one-liners"
+            else _rows(args.suite, args.offset, args.limit))
+    backend = load_model("default", backend="llamacpp")
+    plain = GenerationOptions(max_new_tokens=MAX_TOKENS, temperature=0.0)
+    table = {"default": [], "plain": []}
+    with KernelPool(ExecutorLimits(timeout_s=10)) as pool:
+        for row in rows:
+            question, variables, expected = question_of(row), row.get("variables") or {}, expected_of(row)
+            style = "data-0shot" if variables else "chat-0shot"
+            view = _ask(backend, prompts.pal_messages(question, variables, style=style), 1, plain, pool, variables)
+            baseline = Candidate("plain", view["programs"][0], expected)
+            start = time.perf_counter()
+            session = solve(question, variables=variables or None, model=backend, executor=pool)
+            seconds = time.perf_counter() - start
+            final = session.final if session.succeeded else None
+            right = final is not None and is_correct(final.program_answer, final.execution, expected)
+            table["default"].append((right, seconds, session.confidence == "high"))
+            table["plain"].append((baseline.right, view["seconds"], False))
+            print(f"{question[:60]:<60} default {'right' if right else 'wrong'} {seconds:5.1f} s "
+                  f"({session.confidence}, {len(session.attempts)} programs) | plain "
+                  f"{'right' if baseline.right else 'wrong'} {view['seconds']:5.1f} s", flush=True)
+    for name, results in table.items():
+        seconds = sorted(s for _, s, _ in results)
+        sure = [ok for ok, _, is_sure in results if is_sure]
+        print(f"{name:<8} {sum(ok for ok, _, _ in results)}/{len(results)} right, seconds mean "
+              f"{statistics.mean(seconds):.1f} median {statistics.median(seconds):.1f} max {seconds[-1]:.1f}; "
+              f"sure {len(sure)}, right {sum(sure)}")
+    print(_cpu())
+
+
+# ------------------------------------------------------------------------------------------ calibrate
+
+def calibrate(out: str) -> None:
+    """This CPU's llama.cpp speeds, measured with nothing else running: prompt tokens prefilled a
+    second, and seconds per decoding step with 1, 2 and 4 rows in the batch. ``score --rates`` prices
+    each view by its own counts at these speeds, so a view written while something else used the
+    cores costs what it would have cost alone."""
+    backend = load_model("default", backend="llamacpp")
+    filler = " ".join(f"Item {i} costs {i % 7 + 2} dollars." for i in range(80))
+    prefill = []
+    for nonce in range(3):  # a new opening each time: nothing of it is in the prompt cache
+        messages = [{"role": "user", "content": f"List {nonce} ({time.time()}): {filler} What is the total?"}]
+        generate_candidates(backend, messages, 1, GenerationOptions(max_new_tokens=1, temperature=0.0,
+                                                                    stop_after_code=False))
+        timing = backend.last_timings[0]
+        prefill.append(timing["prompt_n"] / (timing["prompt_ms"] / 1000))
+    rates: dict[str, Any] = {"cpu": _cpu(), "prefill_tok_s": round(statistics.median(prefill), 2), "step_s": {}}
+    for rows in (1, 2, 4):
+        steps = []
+        for nonce in range(2):
+            messages = [{"role": "user", "content": f"Count from {nonce * 1000} upwards, one number a line, forever."}]
+            options = GenerationOptions(max_new_tokens=96, temperature=0.0 if rows == 1 else 0.7, seed=nonce,
+                                        stop_after_code=False)
+            generate_candidates(backend, messages, rows, options)
+            steps += [t["predicted_ms"] / 1000 / t["predicted_n"] for t in backend.last_timings if t["predicted_n"] > 1]
+        rates["step_s"][str(rows)] = round(statistics.median(steps), 4)
+    print(json.dumps(rates, indent=1))
+    Path(out).write_text(json.dumps(rates, indent=1))
+
+
+def _cpu() -> str:
+    flags = set()
+    model = ""
+    for line in Path("/proc/cpuinfo").read_text().splitlines():
+        if line.startswith("model name") and not model:
+            model = line.split(":", 1)[1].strip()
+        if line.startswith("flags"):
+            flags.update(line.split(":", 1)[1].split())
+    wanted = [f for f in ("avx2", "avx512f", "avx512_bf16", "amx_bf16") if f in flags]
+    return f"{model}, {os.cpu_count()} cores, {' '.join(wanted)}"
+
+
+def _modelled_seconds(view: dict[str, Any], rates: dict[str, Any]) -> float:
+    """What a view costs at the calibrated speeds: its prompt tokens prefilled, then its rows decoded
+    together (a batch of k rows takes step_s[k] a step; a row that ends leaves the batch)."""
+    step = {int(k): v for k, v in rates["step_s"].items()}
+    step.setdefault(3, (step[2] + step[4]) / 2)
+    timings = view.get("timings") or []
+    if not timings:
+        return view["seconds"]
+    seconds = max(t["prompt_n"] or 0 for t in timings) / rates["prefill_tok_s"]
+    lengths = sorted(t["predicted_n"] or 0 for t in timings)
+    done = 0
+    for i, length in enumerate(lengths):
+        active = len(lengths) - i
+        seconds += (length - done) * step[min(active, max(step))]
+        done = length
+    return seconds
 
 
 def main() -> None:
@@ -338,13 +517,24 @@ def main() -> None:
     run.add_argument("--views", default=",".join(VIEWS), help=f"comma-separated, of {', '.join(VIEWS)}")
     report = commands.add_parser("score")
     report.add_argument("files", nargs="+")
+    report.add_argument("--rates", help="price views by their token counts at these speeds (from calibrate)")
+    turn = commands.add_parser("turns")
+    turn.add_argument("--suite", choices=("one-liners", "gsm8k", *DATA_SUITES), default="one-liners")
+    turn.add_argument("--offset", type=int, default=0)
+    turn.add_argument("--limit", type=int, default=None)
+    speeds = commands.add_parser("calibrate")
+    speeds.add_argument("--out", default="bench-results/rates.json")
     args = parser.parse_args()
     if args.command == "collect":
         args.out = args.out or f"bench-results/views-{args.suite}.jsonl"
         Path(args.out).parent.mkdir(parents=True, exist_ok=True)
         collect(args)
+    elif args.command == "turns":
+        turns(args)
+    elif args.command == "calibrate":
+        calibrate(args.out)
     else:
-        score(args.files)
+        score(args.files, json.loads(Path(args.rates).read_text()) if args.rates else None)
 
 
 if __name__ == "__main__":

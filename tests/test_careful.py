@@ -25,42 +25,46 @@ def pool():
         yield pool
 
 
-def test_two_views_that_agree_are_sure_and_nothing_more_is_written(pool):
-    model = ScriptedBackend([fenced("print(60 * 2.5)"), WORDS, fenced("speed = 60\nprint(speed * 2.5)")])
+def test_a_program_and_the_words_that_agree_are_sure_and_nothing_more_is_written(pool):
+    model = ScriptedBackend([fenced("print(60 * 2.5)"), WORDS])
     session = solve("How far does a car go at 60 mph in 2.5 hours?", model=model, executor=pool)
-    assert model.batch_sizes == [1, 1, 1]  # the worked-examples program, the words, the program after them
-    shots, words, reasoned = model.calls
+    assert model.batch_sizes == [1, 1]  # the worked-examples program, then the words: no program from them
+    shots, words = model.calls
     assert shots == prompts.pal_messages(session.question, style=prompts.DEFAULT_STYLE)
     assert words == prompts.words_messages(session.question)
-    assert reasoned[-2]["content"] == WORDS  # the program follows the model's own steps
-    first, _, second = model.options
-    assert first.code_only and second.code_only and first.temperature_for(1) == 0 == second.temperature_for(1)
-    assert [a.view for a in session.attempts] == ["shots", "reasoned"]
-    assert session.vote.votes == 2 and session.confidence == "high" and session.answer == "150.0"
-    assert session.second_opinion is not None and session.second_opinion.answer.value == 150
-    assert doubt_message(session).startswith("2 of 2 programs, written independently, agree")
+    assert model.options[0].code_only and model.options[0].temperature_for(1) == 0
+    assert not model.options[1].code_only and model.options[1].temperature_for(1) == 0
+    assert [a.view for a in session.attempts] == ["shots"]
+    assert session.vote.votes == 2 and session.vote.voters == 2 and session.confidence == "high"
+    assert session.answer == "150.0" and session.second_opinion.answer.value == 150
+    assert doubt_message(session) == ("The program and the answer worked out in words, written independently, "
+                                      "agree on this answer.")
+    assert session.vote.tally == "the program and the answer worked out in words agree"
 
 
-def test_views_that_disagree_get_samples_at_a_low_temperature_and_a_vote(pool):
+def test_a_program_and_words_that_disagree_get_samples_at_a_low_temperature_and_a_vote(pool):
     model = ScriptedBackend([fenced("print(60 + 2.5)"), "Answer: 150", fenced("print(60 * 2.5)"),
-                             fenced("print(60 * 2.5)"), fenced("print(2.5 * 60)"), fenced("print(62.5)"),
-                             fenced("print(150)")])
+                             fenced("print(2.5 * 60)"), fenced("print(62.5)"), fenced("print(150)")])
     session = solve("How far?", model=model, executor=pool, samples=4)
-    assert model.batch_sizes == [1, 1, 1, 4]
+    assert model.batch_sizes == [1, 1, 4]
     sampled = model.options[-1]
     assert sampled.code_only and sampled.temperature_for(4) == views.ESCALATION_TEMPERATURE
-    assert model.calls[-1] == model.calls[0]  # sampled from the first view's prompt
-    assert len(session.attempts) == 6 and [a.sample for a in session.attempts] == [1, 2, 3, 4, 5, 6]
-    assert session.vote.winner.answer.value == 150 and session.vote.votes == 4
-    assert session.confidence == "medium"  # 4 of 6 agree: shown with a caution
-    assert session.weak_votes and session.weak_votes[0].more == 4
+    assert model.calls[-1] == model.calls[0]  # sampled from the program's prompt
+    assert len(session.attempts) == 5 and [a.sample for a in session.attempts] == [1, 2, 3, 4, 5]
+    # 3 of 5 programs say 150, and so do the words: 4 of 6 voters, shown with a caution
+    assert session.vote.winner.answer.value == 150 and session.vote.votes == 4 and session.vote.voters == 6
+    assert session.confidence == "medium"
+    assert doubt_message(session).startswith("3 of 5 programs and the answer worked out in words agree on this answer, but not all")
+    assert session.weak_votes and session.weak_votes[0].more == 4 and session.weak_votes[0].how == "words"
 
 
 def test_without_samples_a_disagreement_is_shown_as_doubt(pool):
-    model = ScriptedBackend([fenced("print(60 + 2.5)"), "Answer: 150", fenced("print(60 * 2.5)")])
+    model = ScriptedBackend([fenced("print(60 + 2.5)"), "Answer: 150"])
     session = solve("How far?", model=model, executor=pool, samples=0)
-    assert model.batch_sizes == [1, 1, 1]
-    assert session.confidence == "low" and doubt_message(session).startswith("I am not sure: the programs disagree")
+    assert model.batch_sizes == [1, 1]
+    assert session.confidence == "low"
+    assert doubt_message(session).startswith("I am not sure: the program and the answer worked out in words disagree.")
+    assert "62.5" in session.answer  # the program's answer is shown, with the doubt
 
 
 def test_a_data_question_is_asked_with_idioms_and_then_plainly(pool):
@@ -76,10 +80,10 @@ def test_a_data_question_is_asked_with_idioms_and_then_plainly(pool):
 
 def test_a_failing_view_is_repaired_once_greedily_when_nothing_works(pool):
     broken = fenced("print(undefined_total)")
-    model = ScriptedBackend([broken, "Answer: 150", broken, broken, broken,
+    model = ScriptedBackend([broken, "Answer: 150", broken, broken,
                              "Explanation: the name was never set.\n" + fenced("print(150)")])
     session = solve("How far?", model=model, executor=pool, samples=2, max_attempts=2)
-    assert model.batch_sizes == [1, 1, 1, 2, 1]  # the repair is one greedy program
+    assert model.batch_sizes == [1, 1, 2, 1]  # the program, the words, 2 samples; the repair is one greedy program
     assert not model.options[-1].code_only  # a repair explains the error first
     assert session.rounds == 2 and session.answer == "150" and session.final.kind == "repair"
 

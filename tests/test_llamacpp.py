@@ -234,22 +234,21 @@ def test_lite_model_answers_end_to_end_on_llamacpp():
 
 @pytest.mark.slow
 def test_lite_model_careful_method_two_greedy_programs_each_ending_at_its_fence():
-    """The default method with the packaged lite model: two greedy programs from independent prompts,
-    code only (each reply is the fence, the code and the closing fence: no token after it)."""
+    """The default method with the packaged lite model: a greedy program, code only (the reply is the
+    fence, the code and the closing fence: no token after it), and the question worked out in words."""
     from pal_jupyter import KernelPool, solve
 
     model = load_model("lite")
     with KernelPool() as pool:
         session = solve("A shop packs 12 apples in a box. How many apples are in 7 boxes?", model=model,
                         executor=pool, samples=2)
-    first, second = session.round(1)[:2]
-    assert (first.view, second.view) == ("shots", "reasoned") and session.second_opinion is not None
-    for attempt in (first, second):
-        assert attempt.completion.startswith("```python\n") and attempt.completion.endswith("\n```")
-        assert attempt.completion.count("```") == 2, attempt.completion
-        assert attempt.completion_tokens < 200
+    first = session.round(1)[0]
+    assert first.view == "shots" and session.second_opinion is not None and session.second_opinion.program is None
+    assert first.completion.startswith("```python\n") and first.completion.endswith("\n```")
+    assert first.completion.count("```") == 2, first.completion
+    assert first.completion_tokens < 200
     assert session.succeeded and float(session.answer) == pytest.approx(84)
-    assert len(session.attempts) == 2 or session.weak_votes, "samples are drawn only after a disagreement"
+    assert len(session.attempts) == 1 or session.weak_votes, "samples are drawn only after a disagreement"
 
 
 @pytest.mark.slow

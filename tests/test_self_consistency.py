@@ -112,8 +112,17 @@ def test_a_hanging_candidate_costs_its_own_result_only(pool):
     # The hung kernel is gone and replaced: the pool still runs programs.
     assert pool.run("print('still here')").stdout == "still here\n"
     hung_pid_alive = [p for p in psutil.Process().children(recursive=True)
-                      if p.pid not in before and "time.sleep" in " ".join(p.cmdline())]
+                      if p.pid not in before and "time.sleep" in _command_line(p)]
     assert hung_pid_alive == []
+
+
+def _command_line(process: psutil.Process) -> str:
+    """A child's command line; '' for one that ended between the listing and the reading (the pool
+    starts and retires kernels while the test looks)."""
+    try:
+        return " ".join(process.cmdline())
+    except psutil.NoSuchProcess:
+        return ""
 
 
 def test_a_program_that_replaces_the_users_data_is_refused_before_it_runs(pool, tmp_path):

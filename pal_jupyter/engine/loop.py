@@ -104,8 +104,9 @@ def solve(
     programs per round, the most per round, the second opinion, attempts, the model's name, how it
     generates and the kernels' limits. Options of the same names given as keywords adjust it
     (``solve(question, samples=1)``), checked by the same declarations. The other arguments are the
-    things a question is solved *with*: a loaded ``model`` (else ``settings.model`` is loaded), an
-    ``executor`` (else a private pool with the settings' limits), the user's ``variables``, ...
+    things a question is solved *with*: a loaded ``model`` (else ``settings.model`` is loaded), a
+    :class:`~pal_jupyter.kernels.KernelPool` as ``executor`` (else a private pool with the settings'
+    limits), the user's ``variables``, ...
 
     Each attempt (round) draws ``samples`` programs in one batch and runs them all; the answer
     most of them print wins (``session.vote``, ``session.agreement``). When that vote is weak
@@ -121,7 +122,7 @@ def solve(
     ``generation`` and ``limits`` replace what the settings would give (a benchmark measuring a
     knob the options do not offer). Per-run limits come from the settings when the caller chose
     them (``settings`` given, or an option that shapes the limits, such as ``timeout=5``); else the
-    executor's own apply. ``variables`` are copied into the child kernels and
+    pool's own apply. ``variables`` are copied into the child kernels and
     described in the prompt, and a program that replaces one of them with invented data is
     refused before it runs (``guard_data=False`` runs it anyway: the benchmark measures the guard
     that way); of ``namespace`` (e.g. a notebook's globals) only the names a program actually
@@ -259,28 +260,30 @@ def _vote_round(session: Session, round_: _Round, index: int, messages: list[dic
 
 def _careful_round(session: Session, round_: _Round, index: int, messages: list[dict[str, str]],
                    context: str | None, style: str | None) -> list[Attempt]:
-    """A round of the careful method (:mod:`.views`). The first: two greedy programs from independent
-    prompts, each run as soon as it is written; when they do not agree, ``samples`` programs sampled
-    from the first prompt join the vote. A repair round: one greedy correction of ``messages``."""
+    """A round of the careful method (:mod:`.views`). The first: two independent greedy views (each
+    program run as soon as it is written); when they do not agree, ``samples`` programs sampled
+    from the first view's prompt join the vote. A repair round: one greedy correction of ``messages``."""
     if index > 1:
         candidates = round_.run(index, messages, session.question, count=1)
         session.attempts.extend(candidates)
         session.vote = take_vote(candidates)
         return candidates
     chosen = views.views_for(round_.variables, style)
-    candidates = [Attempt(index=1, kind="reasoned" if view.reasons_first else "initial", messages=[], sample=i + 1,
-                          samples=len(chosen), view=view.name) for i, view in enumerate(chosen)]
-    for view, attempt in zip(chosen, candidates):  # one after the other: the first answer shows early
-        if view.reasons_first:  # the words stream before the program that follows them
-            attempt.messages = _reasoned_messages(session, round_, context)
-        else:
-            attempt.messages = views.view_messages(view, session.question, round_.variables, context)
+    programs = [view for view in chosen if view.writes_program]
+    candidates = [Attempt(index=1, kind="initial", messages=[], sample=i + 1, samples=len(programs), view=view.name)
+                  for i, view in enumerate(programs)]
+    words: ProgramAnswer | None = None
+    for view in chosen:  # one after the other: the first answer shows early
+        if not view.writes_program:
+            words = _words_view(session, round_, context)
+            continue
+        attempt = candidates[programs.index(view)]
+        attempt.messages = views.view_messages(view, session.question, round_.variables, context)
         round_.observer.attempt_started(attempt)
         round_.write(attempt, session.question)
         session.attempts.append(attempt)
-    # Only programs vote here, as bench_views.py scored the method: the words answer is kept
-    # (session.second_opinion) for the widget, and the program written after it carries its steps.
-    _join_round(session, round_, candidates, [], None)
+    words_view = len(programs) < len(chosen)
+    _join_round(session, round_, candidates, [], words, words_view=words_view)
     vote = session.vote
     agreed = vote is not None and vote.winner is not None and vote.votes == len(chosen)
     if agreed or round_.samples < 1:
@@ -288,18 +291,19 @@ def _careful_round(session: Session, round_: _Round, index: int, messages: list[
     first = candidates[0].messages
     more = round_.samples
     if vote is not None and vote.winner is not None:
-        session.weak_votes.append(WeakVote(1, vote.votes, vote.candidates, vote.winner.answer,
-                                           time.perf_counter() - round_.started, more))
+        session.weak_votes.append(WeakVote(1, vote.votes, vote.voters, vote.winner.answer,
+                                           time.perf_counter() - round_.started, more,
+                                           how="words" if words_view else "more"))
         round_.observer.more_programs(session, vote, more)
     extra = round_.run(1, first, session.question, drawn=len(candidates), count=more, sampled=True)
-    _join_round(session, round_, candidates, extra, None)
+    _join_round(session, round_, candidates, extra, words, words_view=words_view)
     return candidates
 
 
-def _reasoned_messages(session: Session, round_: _Round, context: str | None) -> list[dict[str, str]]:
-    """The prompt of the view that works the question out in words first (:mod:`.reasoning`); the words
-    and their answer are kept in ``session.second_opinion``. Without words (the model failed) the
-    zero-shot prompt, so the view still writes its program."""
+def _words_view(session: Session, round_: _Round, context: str | None) -> ProgramAnswer | None:
+    """The view that works the question out in words (:mod:`.reasoning`), streamed to the observer;
+    the words and their answer are kept in ``session.second_opinion``. None when the model gave no
+    words or no number at the end of them."""
     options = dataclasses.replace(round_.generation, temperature=None, seed=None, stop_after_code=False,
                                   stop_when=None, code_only=False, max_new_tokens=reasoning.WORDS_TOKENS)
     start = time.perf_counter()
@@ -308,11 +312,11 @@ def _reasoned_messages(session: Session, round_: _Round, context: str | None) ->
         words = generate_candidates(round_.backend, asked, 1, options,
                                     on_token=lambda _row, text: round_.observer.reasoning_token(session, text))[0].text
     except PalError as exc:
-        log.warning("No answer in words (%s); the second program is written without them.", exc)
-        return views.view_messages(views.ZERO, session.question, round_.variables, context)
-    session.second_opinion = SecondOpinion(1, words.strip(), reasoning.read_words_answer(words),
-                                           time.perf_counter() - start, 2)
-    return reasoning.program_messages(session.question, words, context)
+        log.warning("No answer in words (%s); the program's answer stands alone.", exc)
+        return None
+    answer = reasoning.read_words_answer(words)
+    session.second_opinion = SecondOpinion(1, words.strip(), answer, time.perf_counter() - start, None)
+    return answer
 
 
 def _more_programs(session: Session, round_: _Round, messages: list[dict[str, str]], candidates: list[Attempt],
@@ -385,15 +389,16 @@ def _reason_first(session: Session, round_: _Round, candidates: list[Attempt], s
 
 
 def _join_round(session: Session, round_: _Round, candidates: list[Attempt], extra: list[Attempt],
-                second_opinion: ProgramAnswer | None) -> None:
+                second_opinion: ProgramAnswer | None, words_view: bool = False) -> None:
     """Programs written after a weak vote join its round (``candidates``, extended in place, each
-    renumbered "of N") and the round is tallied again, with the words answer when there is one."""
+    renumbered "of N") and the round is tallied again, with the words answer when there is one
+    (``words_view``: the words were one of the careful method's views)."""
     session.attempts.extend(extra)
     candidates.extend(extra)
     for attempt in candidates:
         attempt.samples = len(candidates)
     round_.check(candidates, session.question)
-    session.vote = take_vote(candidates, second_opinion)
+    session.vote = take_vote(candidates, second_opinion, words_view)
 
 
 def repair_basis(candidates: Sequence[Attempt]) -> Attempt:
@@ -538,16 +543,16 @@ class _Round:
 
 
 @contextlib.contextmanager
-def _pool(executor: KernelPool | None, limits: ExecutorLimits | None) -> Iterator[KernelPool]:
+def _pool(pool: KernelPool | None, limits: ExecutorLimits | None) -> Iterator[KernelPool]:
     """Use the caller's pool, or a private one that is closed when the question is done."""
-    if executor is not None:
-        yield executor
-        return
-    pool = KernelPool(limits)
-    try:
+    if pool is not None:
         yield pool
+        return
+    private = KernelPool(limits)
+    try:
+        yield private
     finally:
-        pool.close()
+        private.close()
 
 
 def _record(writer: TraceWriter, session: Session, attempt: Attempt) -> None:

@@ -21,8 +21,9 @@ from ..errors import SettingError
 from ..kernels import ExecutorLimits
 from ..kernels.sandbox import readable_refusal
 
-#: How a question's programs are asked for: "careful" (two greedy programs from independent prompts;
-#: more only when they disagree: engine.views) or "vote" (SAMPLES sampled programs from one prompt,
+#: How a question's programs are asked for: "careful" (two independent greedy views: two programs for a
+#: question about data, a program and the answer worked out in words for a word problem; more only when
+#: they disagree: engine.views) or "vote" (SAMPLES sampled programs from one prompt,
 #: more while they disagree: the method before it, kept to compare against).
 METHODS = ("careful", "vote")
 MAX_SAMPLES = 16  # programs per round; beyond this a batch costs more than the vote gains
@@ -182,10 +183,10 @@ OPTIONS: dict[str, Option] = {o.name: o for o in (
            "torch (transformers) or llamacpp (the GGUF file as it is)", choices=BACKENDS),
     Option("dtype", str, "auto", "auto: bf16 on a GPU or a CPU with AMX/AVX512-BF16, else fp32 (torch backend; "
            "llama.cpp uses the GGUF file's own quantisation)", choices=("auto", "float32", "bfloat16", "float16")),
-    Option("method", str, METHODS[0], "how programs are asked for: careful (two greedy programs from independent "
-           "prompts; when they disagree, SAMPLES more are sampled and vote) or vote (SAMPLES sampled programs per "
+    Option("method", str, METHODS[0], "how programs are asked for: careful (two independent greedy views: two programs, "
+           "or for a word problem a program and the answer in words; when they disagree, SAMPLES more are sampled and vote) or vote (SAMPLES sampled programs per "
            "attempt; the answer most of them print wins)", choices=METHODS),
-    Option("samples", int, DEFAULT_SAMPLES, "programs sampled when the two careful programs disagree (method "
+    Option("samples", int, DEFAULT_SAMPLES, "programs sampled when the two careful views disagree (method "
            "careful; 0: none), or per attempt (method vote)", flags=("-k",), low=0, high=MAX_SAMPLES),
     Option("max_programs", int, DEFAULT_MAX_PROGRAMS, "method vote: most programs per attempt: while fewer than 3 "
            "in 5 agree, SAMPLES more are written (1: never more than SAMPLES)", low=1, high=MAX_PROGRAMS),

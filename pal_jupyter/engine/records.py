@@ -1,6 +1,6 @@
 """Typed records that flow through the repair loop, and their JSON form.
 
-``ExecutionResult`` is what the child-kernel executor returns for one program run;
+``ExecutionResult`` is what the kernel pool returns for one program run;
 ``Attempt`` is one program (prompt -> completion -> code -> execution -> answer); the programs
 drawn together from one prompt form a *round* and share its ``index``; ``Vote`` is the tally of
 a round's answers; ``Session`` is one question with all its attempts and the deciding vote. All
@@ -89,6 +89,9 @@ class Vote:
     candidates: int  # programs drawn, whether they ran or not
     groups: list[VoteGroup] = field(default_factory=list)  # the winner first
     second_opinion: ProgramAnswer | None = None  # the words answer that joined this vote, if any
+    # The words answer is one of the careful method's two views (a word problem), so it votes like
+    # a program; after the vote method's weak votes it only adds weight (engine.vote.take_vote).
+    words_view: bool = False
 
     @property
     def winner(self) -> VoteGroup | None:
@@ -96,27 +99,49 @@ class Vote:
 
     @property
     def votes(self) -> int:
-        return self.winner.votes if self.winner else 0
+        """The winner's programs, and the words answer when it is a view that agrees."""
+        if self.winner is None:
+            return 0
+        return self.winner.votes + int(self.words_view and self.winner.words)
+
+    @property
+    def voters(self) -> int:
+        """Programs drawn, and the words answer when it is a view of its own."""
+        return self.candidates + int(self.words_view)
 
     @property
     def agreement(self) -> float:
-        """Votes for the winner over programs drawn (0.0 when nothing voted)."""
-        return self.votes / self.candidates if self.candidates else 0.0
+        """Votes for the winner over voters (0.0 when nothing voted)."""
+        return self.votes / self.voters if self.voters else 0.0
 
     @property
     def confidence(self) -> str:
-        """How far the answer can be trusted, from the programs' agreement alone: a words answer that
-        agrees does not lift it (measured: docs/benchmarks.md, "Reason first")."""
-        return confidence_level(self.votes, self.candidates)
+        """How far the answer can be trusted, from the agreement of the voters: a words answer that
+        only joined a weak vote does not lift it (measured: docs/benchmarks.md, "Reason first"); as
+        a view of its own it counts as one (measured: "Careful first")."""
+        return confidence_level(self.votes, self.voters)
 
     @property
     def tally(self) -> str:
-        """'4 of 5 programs agree' (or why there was nothing to agree on)."""
+        """'4 of 5 programs agree', 'the program and the answer worked out in words agree' (or why
+        there was nothing to agree on)."""
         if self.winner is None:
             return f"none of the {self.candidates} programs printed an answer"
+        if self.words_view and (self.winner.words or self.candidates == 1):
+            return f"{self.programs_agreeing} {'agree' if self.winner.words else 'and the answer worked out in words disagree'}"
+        if self.words_view:
+            return f"{self.votes} of {self.candidates} programs {self.agreeing}; the answer worked out in words differs"
         if self.candidates == 1:
             return "one program (not cross-checked)"
         return f"{self.votes} of {self.candidates} programs {self.agreeing}"
+
+    @property
+    def programs_agreeing(self) -> str:
+        """Who agrees on the winner, in words: 'the program and the answer worked out in words', '3 of
+        5 programs' ..."""
+        assert self.winner is not None
+        programs = "the program" if self.candidates == 1 else f"{self.winner.votes} of {self.candidates} programs"
+        return f"{programs} and the answer worked out in words" if self.words_view and self.winner.words else programs
 
     @property
     def agreeing(self) -> str:
@@ -221,7 +246,8 @@ class WeakVote:
     seconds: float
     more: int  # programs then added
     how: str = "more"  # "more": more programs from the same prompt; "reason": a words answer, then its program;
-    # "look": more programs from a prompt that adds what a look at the data printed (DataLook)
+    # "look": more programs from a prompt that adds what a look at the data printed (DataLook); "words": the
+    # careful method's program and words disagreed, and more programs came from the program's prompt
 
 
 @dataclass
@@ -237,14 +263,15 @@ class DataLook:
 
 @dataclass
 class SecondOpinion:
-    """The step-by-step answer in words asked for when a round's programs disagreed
-    (:mod:`pal_jupyter.engine.reasoning`), and the program then written to follow it."""
+    """The step-by-step answer in words (:mod:`pal_jupyter.engine.reasoning`): the careful method's
+    second view of a word problem, or what the vote method asks for when a round's programs
+    disagreed, with the program then written to follow it."""
 
     round: int
     text: str  # the model's reasoning, in words
     answer: ProgramAnswer | None  # the number it ends on
     seconds: float  # how long the words took
-    program: int  # the round's sample number of the program that follows these steps
+    program: int | None  # the round's sample number of the program that follows these steps (None: none does)
 
 
 @dataclass(frozen=True)

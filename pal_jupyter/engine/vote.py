@@ -213,15 +213,18 @@ def _ignores(code: str, named: Sequence[NamedValue]) -> str | None:
 WORDS_WEIGHT = 1.0
 
 
-def take_vote(attempts: Sequence[Attempt], second_opinion: ProgramAnswer | None = None) -> Vote:
+def take_vote(attempts: Sequence[Attempt], second_opinion: ProgramAnswer | None = None,
+              words_view: bool = False) -> Vote:
     """Tally the answers of one round's candidates (``program_answer`` and ``off_target`` already set).
 
     Only programs that worked vote: a failure, an off-target table, an answer the checker
     rejected, or a program that showed nothing has no say. A ``second_opinion`` (the words answer of
     :mod:`.reasoning`) adds :data:`WORDS_WEIGHT` to the programs that agree with it; it never wins
-    alone, since it is not a program that could be inserted.
+    alone, since it is not a program that could be inserted. With ``words_view`` the words were one
+    of the careful method's views, and count as a voter in the agreement (:class:`Vote`).
     """
-    vote = Vote(round=attempts[0].index if attempts else 0, candidates=len(attempts), second_opinion=second_opinion)
+    vote = Vote(round=attempts[0].index if attempts else 0, candidates=len(attempts), second_opinion=second_opinion,
+                words_view=words_view)
     for attempt in attempts:
         answer = attempt.program_answer
         if answer is None or not attempt.good:
@@ -253,6 +256,8 @@ def competing_answers(vote: Vote) -> str:
 def more_programs_reason(vote: Vote, count: int) -> str:
     """Why more programs are written: 'only 1 of 5 programs agree (on 60): writing 5 more'."""
     on = f" (on {vote.winner.answer.text})" if vote.winner is not None else ""
+    if vote.words_view and vote.winner is not None:
+        return f"{vote.tally}: writing {count} more programs"
     return f"only {vote.votes} of {vote.candidates} programs agree{on}: writing {count} more"
 
 
@@ -267,6 +272,9 @@ def effort_note(weak: WeakVote) -> str:
     if weak.how == "reason":
         return (f"Only {weak.votes} of {weak.candidates} programs agreed (on {weak.answer.text}): the question was "
                 "worked out in words, and one more program followed those steps.")
+    if weak.how == "words":
+        return (f"The program (on {weak.answer.text}) and the answer worked out in words disagreed: {weak.more} more "
+                f"{'was' if weak.more == 1 else 'were'} written.")
     if weak.how == "look":
         return (f"Only {weak.votes} of {weak.candidates} programs agreed (on {weak.answer.text}): the data was "
                 f"looked at first, and {weak.more} more {'was' if weak.more == 1 else 'were'} written knowing what "
@@ -294,10 +302,27 @@ def doubt_message(session: Session) -> str:
         return ""
     words = f" {second_opinion_note(vote)}" if vote.second_opinion is not None else ""
     agreeing = "agree on this answer" if vote.agreeing == "agree" else vote.agreeing
+    if vote.words_view:  # the words are a voter: the tally names them, no note repeats them
+        return _doubt_with_words(vote, confidence, agreeing, words if not vote.winner.words else "")
     if confidence == "high":
         return f"{vote.votes} of {vote.candidates} programs, written independently, {agreeing}.{words}"
     if confidence == "medium":
         return (f"{vote.votes} of {vote.candidates} programs {agreeing}, but not all: "
                 f"check the steps before you rely on it.{words}")
+    return (f"I am not sure: the programs disagree ({competing_answers(vote)}).{words} Work through the "
+            "question yourself, or ask your teacher which answer is right.")
+
+
+def _doubt_with_words(vote: Vote, confidence: str, agreeing: str, words: str) -> str:
+    """The doubt of a careful vote whose second view was the answer worked out in words."""
+    who = vote.programs_agreeing
+    who = who[0].upper() + who[1:]
+    if confidence == "high":
+        return f"{who}, written independently, {agreeing}.{words}"
+    if confidence == "medium":
+        return f"{who} {agreeing}, but not all: check the steps before you rely on it.{words}"
+    if vote.candidates == 1:
+        return (f"I am not sure: the program and the answer worked out in words disagree.{words} Work through "
+                "the question yourself, or ask your teacher which answer is right.")
     return (f"I am not sure: the programs disagree ({competing_answers(vote)}).{words} Work through the "
             "question yourself, or ask your teacher which answer is right.")

@@ -221,8 +221,9 @@ def fill(result: QuestionResult, session: Session) -> None:
     if opinion is not None:
         result.words_answer = opinion.answer.text if opinion.answer is not None else None
         result.words_correct = is_correct(opinion.answer, None, expected)
-        reasoned = next(a for a in session.round(opinion.round) if a.sample == opinion.program)
-        result.reasoned_correct = is_correct(reasoned.program_answer, reasoned.execution, expected)
+        reasoned = next((a for a in session.round(opinion.round) if a.sample == opinion.program), None)
+        if reasoned is not None:  # the careful method's words view writes no program after the words
+            result.reasoned_correct = is_correct(reasoned.program_answer, reasoned.execution, expected)
     result.error_types = [a.error_type for a in session.attempts if a.error_type]
     result.seconds = session.seconds
     result.completion_tokens = sum(a.completion_tokens for a in session.attempts)

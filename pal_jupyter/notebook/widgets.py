@@ -190,7 +190,8 @@ class PalWidget(LiveDisplay, SolveObserver):
         self.model = f"{session.model} on {session.runtime}" if session.runtime else session.model
         what = "a program" if session.samples == 1 else f"{session.samples} programs at once"
         if session.method == "careful":
-            what = "a program, then a second one another way to check it"
+            what = ("a program, then a second one another way to check it" if session.variables
+                    else "a program, then will work the question out in words to check it")
         self.set_status(f"the model is writing {what} ...")
 
     def attempt_started(self, attempt: Attempt) -> None:
