@@ -1,6 +1,6 @@
 """The package's architecture, checked: every import points down a layer, and nothing imports in a circle.
 
-    errors
+    errors, streaming
     backends, kernels
     prompts
     engine
@@ -17,8 +17,8 @@ import ast
 from pathlib import Path
 
 PACKAGE = Path(__file__).resolve().parent.parent / "pal_jupyter"
-LAYERS = {"errors": 0, "backends": 1, "kernels": 1, "prompts": 2, "engine": 3, "classroom": 4, "evaluation": 4,
-          "training": 4, "notebook": 5, "cli": 5}
+LAYERS = {"errors": 0, "streaming": 0, "backends": 1, "kernels": 1, "prompts": 2, "engine": 3, "classroom": 4,
+          "evaluation": 4, "training": 4, "notebook": 5, "cli": 5}
 
 
 def modules() -> dict[str, Path]:

@@ -233,7 +233,7 @@ def test_lite_model_answers_end_to_end_on_llamacpp():
 
 
 @pytest.mark.slow
-def test_lite_model_careful_method_two_greedy_programs_each_ending_at_its_fence():
+def test_lite_model_careful_method_a_greedy_program_ending_at_its_fence_and_the_words():
     """The default method with the packaged lite model: a greedy program, code only (the reply is the
     fence, the code and the closing fence: no token after it), and the question worked out in words."""
     from pal_jupyter import KernelPool, solve

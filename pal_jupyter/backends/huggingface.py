@@ -11,16 +11,17 @@ from __future__ import annotations
 
 import copy
 import logging
-import queue
 import threading
 import time
 from collections import OrderedDict
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Sequence
+from contextlib import closing
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from ..errors import ModelLoadError
+from ..streaming import stream_from_worker
 from . import presets
 from .adapters import check_base, conditioned, read_adapter
 from .base import (CODE_OPENING, BatchingBackend, ChatMessage, Generation, GenerationOptions, RowTokenCallback,
@@ -166,7 +167,6 @@ class TransformersBackend(BatchingBackend):
 
         start = time.perf_counter()
         prompt_len = len(prompt_ids)
-        streamer = _RowStreamer(self.tokenizer, n)
         cancel = threading.Event()
         opening = CODE_OPENING if options.code_only else ""  # the reply's start, given in the prompt
         stop = _StopWhen(self.tokenizer, prompt_len, cancel, options, opening)
@@ -176,7 +176,6 @@ class TransformersBackend(BatchingBackend):
             input_ids=input_ids,
             attention_mask=torch.ones_like(input_ids),
             max_new_tokens=options.max_new_tokens,
-            streamer=streamer,
             stopping_criteria=StoppingCriteriaList([stop]),
             pad_token_id=pad_id,
         )
@@ -189,38 +188,29 @@ class TransformersBackend(BatchingBackend):
 
         result: dict[str, Any] = {}
 
-        def worker() -> None:
+        def generate(put: Callable[[tuple[int, str]], None], _cancelled: Callable[[], bool]) -> None:
+            streamer = _RowStreamer(self.tokenizer, n, put)  # ``stop`` reads ``cancel`` at every step itself
             try:
                 cache = self._prefilled_cache(messages, prompt_ids, n)
                 if cache is not None:
                     kwargs[self._cache_argument] = cache
                 with torch.inference_mode():
-                    result["ids"] = self.model.generate(**kwargs)
-            except BaseException as exc:  # re-raised in the caller's thread below
-                result["error"] = exc
+                    result["ids"] = self.model.generate(**kwargs, streamer=streamer)
             finally:
-                streamer.end()
+                streamer.end()  # the last pieces, before an error is re-raised in the caller's thread
 
         # Generation runs in a worker so the caller's thread receives the tokens (UIs update
         # from there) and stays interruptible: Ctrl-C / a Jupyter interrupt cancels generation.
+        # A cancelled generate is waited for: it still holds the model (and this backend's lock).
         first_token_s: float | None = None
         started = [False] * n
-        thread = threading.Thread(target=worker, name="pal-generate", daemon=True)
-        thread.start()
-        try:
-            for row, piece in streamer:
+        with closing(stream_from_worker(generate, name="pal-generate", cancel=cancel, wait_on_cancel=True)) as pieces:
+            for row, piece in pieces:
                 if first_token_s is None:
                     first_token_s = time.perf_counter() - start
                 if on_token:
                     on_token(row, piece if started[row] else opening + piece)
                 started[row] = True
-        except BaseException:
-            cancel.set()
-            thread.join()
-            raise
-        thread.join()
-        if "error" in result:
-            raise result["error"]
         seconds = time.perf_counter() - start
         generations = []
         for row in range(n):
@@ -235,18 +225,19 @@ class TransformersBackend(BatchingBackend):
 
 
 class _RowStreamer:
-    """Receives each decoding step's tokens (one per row) from ``generate`` and yields
-    ``(row, new text)`` pairs to the consuming thread.
+    """Receives each decoding step's tokens (one per row) from ``generate`` and hands
+    ``(row, new text)`` pairs to ``send`` (:func:`~pal_jupyter.streaming.stream_from_worker`'s
+    ``put``, to the consuming thread).
 
     The first ``put`` is the prompt, which is skipped. Text is decoded per row from all of its
     tokens so far, so multi-token characters come out whole.
     """
 
-    def __init__(self, tokenizer: Any, rows: int):
+    def __init__(self, tokenizer: Any, rows: int, send: Callable[[tuple[int, str]], None]):
         self.tokenizer = tokenizer
         self.ids: list[list[int]] = [[] for _ in range(rows)]
         self.sent = [""] * rows
-        self.queue: queue.Queue[tuple[int, str] | None] = queue.Queue()
+        self.send = send
         self._prompt_seen = False
 
     def put(self, value: Any) -> None:
@@ -262,20 +253,14 @@ class _RowStreamer:
         if not text.startswith(self.sent[row]) or (text.endswith("\ufffd") and not final):
             return  # a re-segmentation, or half a character: wait for the next token
         if len(text) > len(self.sent[row]):
-            self.queue.put((row, text[len(self.sent[row]) :]))
+            self.send((row, text[len(self.sent[row]) :]))
             self.sent[row] = text
 
     def end(self) -> None:
+        """Send what is left of every row: ``generate`` calls it when it ends, and the worker once more
+        (the one call after an error; otherwise it finds nothing new)."""
         for row in range(len(self.ids)):
             self._send(row, final=True)
-        self.queue.put(None)
-
-    def __iter__(self) -> Iterator[tuple[int, str]]:
-        while True:
-            item = self.queue.get()
-            if item is None:
-                return
-            yield item
 
 
 class _StopWhen:

@@ -21,18 +21,19 @@ from __future__ import annotations
 
 import logging
 import os
-import queue
 import secrets
 import shutil
 import tempfile
 import threading
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import closing
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from ..errors import ModelLoadError, PalError
+from ..streaming import stream_from_worker
 from .base import (CODE_CLOSING, CODE_OPENING, BatchingBackend, ChatMessage, Generation, GenerationOptions,
                    RowTokenCallback, closed_code, code_prefilled, row_is_done)
 from .gguf_file import GgufInfo, read_gguf_info
@@ -57,8 +58,6 @@ PREFILL_BATCH = 256
 #: so that both backends draw programs from the same distribution.
 TOP_K = 50
 SAMPLERS = ["top_k", "temperature", "top_p"]
-
-_END = object()
 
 
 def available() -> bool:
@@ -146,10 +145,11 @@ class LlamaCppBackend(BatchingBackend):
         opening = CODE_OPENING if options.code_only else ""
         rows = [_Row(text=opening) for _ in range(n)]
         stats: dict[str, float] = {}
-        for row, text in self._stream(body, rows, options, stats):
-            if on_token:
-                starts = len(rows[row].text) == len(opening) + len(text)  # its first piece: show the fence too
-                on_token(row, opening + text if starts else text)
+        with closing(self._stream(body, rows, options, stats)) as pieces:  # an error here cancels the request
+            for row, text in pieces:
+                if on_token:
+                    starts = len(rows[row].text) == len(opening) + len(text)  # its first piece: show the fence too
+                    on_token(row, opening + text if starts else text)
         self.last_timings = [row.timings for row in rows]
         seconds = time.perf_counter() - start
         first = stats.get("first_token_s")
@@ -173,41 +173,28 @@ class LlamaCppBackend(BatchingBackend):
         return body
 
     def _stream(self, body: dict[str, Any], rows: list[_Row], options: GenerationOptions,
-                stats: dict[str, float]) -> Any:
+                stats: dict[str, float]) -> Iterator[tuple[int, str]]:
         """Run the request in a worker thread and yield ``(row, new text)`` in the caller's thread.
 
         The caller's thread stays interruptible (Ctrl-C, a Jupyter interrupt, a stop button): on
         any exception the request is cancelled, which llama.cpp honours at its next step.
         """
-        chunks: queue.Queue[Any] = queue.Queue()
         cancel = threading.Event()
 
-        def callback(chunk: Any) -> bool:
-            chunks.put(chunk)
-            return cancel.is_set()
+        def request(put: Callable[[Any], None], cancelled: Callable[[], bool]) -> None:
+            def callback(chunk: Any) -> bool:
+                put(chunk)
+                return cancelled()  # True: llama.cpp ends the request at its next step
 
-        def worker() -> None:
-            try:
-                self.server.handle_chat_completions(body, callback)
-            except BaseException as exc:  # re-raised in the caller's thread
-                chunks.put(exc)
-            finally:
-                chunks.put(_END)
+            self.server.handle_chat_completions(body, callback)
 
         start = time.perf_counter()
-        thread = threading.Thread(target=worker, name="pal-llamacpp", daemon=True)
-        thread.start()
-        try:
-            while (chunk := chunks.get()) is not _END:
-                if isinstance(chunk, BaseException):
-                    raise chunk
+        # Not waited for once cancelled: the worker ends at llama.cpp's next step; it holds no lock of ours.
+        with closing(stream_from_worker(request, name="pal-llamacpp", cancel=cancel)) as chunks:
+            for chunk in chunks:
                 yield from self._read_chunk(chunk, rows, options, stats, start)
                 if all(row.done for row in rows):
                     cancel.set()  # every program is complete: stop the rest (chatter after the code)
-        except BaseException:
-            cancel.set()  # the worker ends at llama.cpp's next step; it holds no lock of ours
-            raise
-        thread.join()
         if not any(row.wrote for row in rows) and not all(row.ended for row in rows):
             raise PalError("llama.cpp ended the request without writing anything; ask again.")
 

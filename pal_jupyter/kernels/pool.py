@@ -14,11 +14,11 @@ import tempfile
 import threading
 import time
 from collections import deque
-from collections.abc import Mapping, Sequence
-from queue import Queue
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from ..errors import KernelError
+from ..streaming import stream_from_worker
 from . import cgroups
 from .kernel import ChildKernel
 from .limits import ExecutorLimits
@@ -197,40 +197,37 @@ class KernelPool:
         """
         blobs = [pickle_variables(variables or {}) for _, variables in programs]  # fail before starting
         self.ensure_warm(len(programs))
-        events: Queue[tuple[int, dict[str, Any]] | None] = Queue()
         results: list[ExecutionResult | KernelError | None] = [None] * len(programs)
 
-        def run_one(index: int) -> None:
+        def run_one(index: int, put: Callable[[tuple[int, dict[str, Any]]], None]) -> None:
             try:
                 kernel = self.acquire()
                 try:
                     results[index] = kernel._run(programs[index][0], blobs[index],
-                                                 lambda out: events.put((index, out)), limits)
+                                                 lambda out: put((index, out)), limits)
                 finally:
                     kernel.shutdown()
                     with self._cond:
                         self._live.discard(kernel)
             except KernelError as exc:
                 results[index] = exc
-            finally:
-                events.put(None)
 
-        workers = [threading.Thread(target=run_one, args=(i,), name=f"pal-run-{i}", daemon=True)
-                   for i in range(len(programs))]
-        for worker in workers:
-            worker.start()
-        finished = 0
-        while finished < len(workers):
-            event = events.get()
-            if event is None:
-                finished += 1
-            elif on_output is not None:
+        def run_all(put: Callable[[tuple[int, dict[str, Any]]], None], _cancelled: Callable[[], bool]) -> None:
+            # One thread per program, so they run at once; the stream's own worker waits for them all.
+            # Nothing is cancelled: a run ends by itself, within its limits.
+            workers = [threading.Thread(target=run_one, args=(i, put), name=f"pal-run-{i}", daemon=True)
+                       for i in range(len(programs))]
+            for worker in workers:
+                worker.start()
+            for worker in workers:
+                worker.join()
+
+        for index, output in stream_from_worker(run_all, name="pal-run-many"):
+            if on_output is not None:
                 try:
-                    on_output(*event)
+                    on_output(index, output)
                 except Exception:  # a broken UI callback must not break the runs
                     logger.exception("on_output callback failed")
-        for worker in workers:
-            worker.join()
         return [r if r is not None else KernelError("The program was not run.") for r in results]
 
     def ensure_warm(self, count: int) -> None:
