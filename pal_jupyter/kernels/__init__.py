@@ -3,7 +3,7 @@
 Layers, each importing only those before it: ``charts`` (what a program's figures draw, read
 back by ``figure_reader``, which runs inside the kernel), ``results`` (what a run produced), ``tracebacks``
 (IPython's made plain), ``processes``, ``environment``, ``cgroups``, ``sandbox`` (bubblewrap)
-<- ``limits`` (:class:`ExecutorLimits`) <- ``launch`` (the kernel's command and environment),
+<- ``limits`` (:class:`ExecutorLimits`) <- ``command`` (the kernel's command and environment),
 ``transfer`` (variables in), ``outputs`` (what a program shows) <- ``kernel``
 (:class:`ChildKernel`) <- ``pool`` (:class:`KernelPool`). ``launcher`` is the kernel process's
 entry point.

@@ -3,7 +3,7 @@
 A picture cannot be voted on, but the data behind it can: after a program that showed a figure
 has run, its kernel is asked (a silent request, :func:`reader_expression`) what every open
 figure draws, through :mod:`.figure_reader`. The kernel keeps its figures open for this
-(``InlineBackend.close_figures`` is off in :func:`.launch.setup_code`: each kernel runs one
+(``InlineBackend.close_figures`` is off in :func:`.command.setup_code`: each kernel runs one
 program, so nothing carries over). :func:`parse_charts` turns the JSON reply into :class:`Chart`
 records, which the engine compares (:mod:`pal_jupyter.engine.charts`).
 """

@@ -1,7 +1,7 @@
 """One program's kernel (:class:`ChildKernel`): started, given the variables, run once, shut down.
 
 Each program gets a fresh kernel (no state leaks between programs); :mod:`.pool` hides the cold
-start. A :class:`ChildKernel` is one jupyter_client ``KernelManager`` (:mod:`.launch` builds its
+start. A :class:`ChildKernel` is one jupyter_client ``KernelManager`` (:mod:`.command` builds its
 command and environment) plus its ``BlockingKernelClient``. Its output loop polls iopub with short
 timeouts and checks the process every ~0.1 s, because a kernel that dies (``os._exit``, SIGXCPU,
 an OOM kill) sends no message; it interrupts a program that overruns its time or floods its output
@@ -33,7 +33,7 @@ from jupyter_client.blocking import BlockingKernelClient
 from ..errors import KernelError, VariableError
 from . import cgroups
 from .charts import CHARTS_EXPRESSION, Chart, parse_charts, reader_expression
-from .launch import LimitedKernelManager, kernel_env, kernel_spec, setup_code
+from .command import LimitedKernelManager, kernel_env, kernel_spec, setup_code
 from .limits import ExecutorLimits, describe_exit
 from .outputs import OutputCallback, OutputCollector
 from .processes import children_by_parent, kill_descendants
