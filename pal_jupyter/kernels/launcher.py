@@ -13,8 +13,8 @@ detached processes included, and exits as the kernel did.
 The kernel reads no IPython configuration: not the user's profile, not the system-wide
 ``/etc/ipython`` a teacher sets, no startup files, no extensions. A profile that loads
 ``pal_jupyter`` would otherwise load it in every child kernel, each starting a pool of its own
-children (seen: 6 kernels after 3 s, 10 after 6 s). The executor also gives the kernel an
-empty ``IPYTHONDIR`` of its own.
+children (seen: 6 kernels after 3 s, 10 after 6 s). Its environment (:mod:`.command`) also gives the
+kernel an empty ``IPYTHONDIR`` of its own.
 """
 
 from __future__ import annotations
@@ -149,8 +149,8 @@ def _reap_all(kernel: int) -> int | None:
 
 def _end_tree(status: int) -> NoReturn:
     """End everything below this process, then exit as a process with this wait status did, so our
-    parent sees the kernel's own end (a signal stays a signal: the executor tells a CPU limit or a
-    segfault apart by it)."""
+    parent sees the kernel's own end (a signal stays a signal: the parent's :mod:`.kernel` tells a CPU
+    limit or a segfault apart by it)."""
     kill_descendants(os.getpid())
     if os.WIFSIGNALED(status):
         signum = os.WTERMSIG(status)

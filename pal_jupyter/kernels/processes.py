@@ -1,7 +1,8 @@
 """Process trees from ``/proc``: who started whom, and ending everything below a process.
 
 Standard library only: the kernel's launcher imports this before ipykernel exists, and the
-executor uses the same walk when it shuts a kernel down. Linux; elsewhere nothing is found.
+parent (:class:`.kernel.ChildKernel`) uses the same walk when it shuts a kernel down. Linux;
+elsewhere nothing is found.
 """
 
 from __future__ import annotations
