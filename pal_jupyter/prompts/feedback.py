@@ -91,6 +91,19 @@ def execution_feedback(
     return f"The program ran and printed:\n{printed}" if printed else "The program ran without errors."
 
 
+#: Off-target reasons that name what a program missed (checked in this order: a period is also a
+#: filter), and what to tell the model after "but it <reason>".
+_MISSED = (
+    (NUMBER_FOR_NAME, ". Print the name itself: take it from the index of a grouped result (for example "
+                      "frame.groupby('city')['value'].sum().idxmax()), or read the name column of the row you "
+                      "found (frame.loc[row, 'name'])."),
+    (IGNORES_PERIOD, ", so it computed over every date. Select the rows of that period first, then compute the "
+                     "answer from those rows only."),
+    (IGNORES, ", so it computed over the wrong rows. Select the rows the question is about first (for example "
+              "frame[frame['column'] == 'value']), then compute the answer from those rows only."),
+)
+
+
 def _no_answer_feedback(off_target: str, printed: str) -> str:
     """What to tell the model about a program that ran but gave no usable answer (``Attempt.off_target``)."""
     if off_target == PRINTED_NOTHING:
@@ -106,17 +119,9 @@ def _no_answer_feedback(off_target: str, printed: str) -> str:
     if off_target.startswith(TOO_MANY_BARS):
         return (f"The program ran and drew a chart, but it {off_target}. Group the rows first, one value per "
                 "group (for example frame.groupby('group')['value'].sum()), print that table, then plot it.")
-    if off_target.startswith(NUMBER_FOR_NAME):
-        return (f"The program ran and printed:\n{printed}\nbut it {off_target}. Print the name itself: take it "
-                "from the index of a grouped result (for example frame.groupby('city')['value'].sum().idxmax()), "
-                "or read the name column of the row you found (frame.loc[row, 'name']).")
-    if off_target.startswith(IGNORES_PERIOD):
-        return (f"The program ran and printed:\n{printed}\nbut it {off_target}, so it computed over every date. "
-                "Select the rows of that period first, then compute the answer from those rows only.")
-    if off_target.startswith(IGNORES):
-        return (f"The program ran and printed:\n{printed}\nbut it {off_target}, so it computed over the wrong "
-                "rows. Select the rows the question is about first (for example frame[frame['column'] == "
-                "'value']), then compute the answer from those rows only.")
+    advice = next((advice for reason, advice in _MISSED if off_target.startswith(reason)), None)
+    if advice is not None:
+        return f"The program ran and printed:\n{printed}\nbut it {off_target}{advice}"
     return (f"The program ran and printed:\n{printed}\nThat is a missing value, not an answer: usually a "
             "filter that matched no rows, a value that is missing in the data, or a division by zero. Print "
             "the rows or values the calculation uses to see which, then print the answer.")
