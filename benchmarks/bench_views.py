@@ -233,6 +233,11 @@ def _words_program(text: str) -> dict[str, Any]:
 #: Questions where a rule wanted samples that were not collected (it then stopped at its two views).
 MISSING_SAMPLES: set[int] = set()
 
+def _first_good(pair: Sequence[Candidate]) -> Candidate | None:
+    """What a rule shows when its views disagree and nothing more is asked: the first that worked."""
+    return next((c for c in pair if c.attempt.good), None)
+
+
 Rule = Callable[[dict[str, list[Candidate]], dict[str, Any]], tuple[Any, bool, list[str]]]
 
 
@@ -277,12 +282,12 @@ def _careful(first: str, second: str, escalate: str | None, n: int = 5, greedy_w
         if winner is not None and weight >= 2:
             return winner, True, [first, second]
         if escalate is None:
-            fallback = next((c for c in pair if c.attempt.good), None)
+            fallback = _first_good(pair)
             return fallback, False, [first, second]
         weights = {first: greedy_weight, second: greedy_weight}
         if escalate not in views:  # collected only where the greedy programs disagreed (not the words)
             MISSING_SAMPLES.add(record["i"])
-            fallback = next((c for c in pair if c.attempt.good), None)
+            fallback = _first_good(pair)
             return fallback, False, [first, second]
         winner, weight, total = _vote(pair + views[escalate][:n], weights)
         return winner, weight >= 0.8 * total, [first, second, escalate]
@@ -304,7 +309,7 @@ def _tiebreak(first: str, second: str, judge: str, escalate: str, n: int = 4) ->
             return backed, False, [first, second, judge]
         if escalate not in views:
             MISSING_SAMPLES.add(record["i"])
-            return next((c for c in pair if c.attempt.good), None), False, [first, second, judge]
+            return _first_good(pair), False, [first, second, judge]
         winner, weight, total = _vote(pair + views[escalate][:n])
         return winner, weight >= 0.8 * total, [first, second, judge, escalate]
     return rule

@@ -304,13 +304,9 @@ def _words_view(session: Session, round_: _Round, context: str | None) -> Progra
     """The view that works the question out in words (:mod:`.reasoning`), streamed to the observer;
     the words and their answer are kept in ``session.second_opinion``. None when the model gave no
     words or no number at the end of them."""
-    options = dataclasses.replace(round_.generation, temperature=None, seed=None, stop_after_code=False,
-                                  stop_when=None, code_only=False, max_new_tokens=reasoning.WORDS_TOKENS)
     start = time.perf_counter()
     try:
-        asked = reasoning.words_messages(session.question, context)
-        words = generate_candidates(round_.backend, asked, 1, options,
-                                    on_token=lambda _row, text: round_.observer.reasoning_token(session, text))[0].text
+        words = round_.write_words(session, context)
     except PalError as exc:
         log.warning("No answer in words (%s); the program's answer stands alone.", exc)
         return None
@@ -369,12 +365,8 @@ def _reason_first(session: Session, round_: _Round, candidates: list[Attempt], s
                     how="reason")
     round_.observer.reasoning_started(session, vote)
     words_start = time.perf_counter()
-    options = dataclasses.replace(round_.generation, temperature=None, seed=None, stop_after_code=False,
-                                  stop_when=None, max_new_tokens=reasoning.WORDS_TOKENS)
     try:
-        asked = reasoning.words_messages(session.question, _context_text(session))
-        words = generate_candidates(round_.backend, asked, 1, options,
-                                    on_token=lambda _row, text: round_.observer.reasoning_token(session, text))[0].text
+        words = round_.write_words(session, _context_text(session))
     except PalError as exc:  # the programs' answer stands; more programs may still follow
         log.warning("No answer in words (%s); going on without it.", exc)
         return
@@ -473,6 +465,14 @@ class _Round:
                                     on_token=lambda _row, text: self.observer.token(attempt, text))[0]
         self._read_reply(attempt, reply)
         self._complete([attempt], question)
+
+    def write_words(self, session: Session, context: str | None) -> str:
+        """The question worked out in words, greedily (:mod:`.reasoning`), streamed to the observer."""
+        options = dataclasses.replace(self.generation, temperature=None, seed=None, stop_after_code=False,
+                                      stop_when=None, code_only=False, max_new_tokens=reasoning.WORDS_TOKENS)
+        asked = reasoning.words_messages(session.question, context)
+        return generate_candidates(self.backend, asked, 1, options,
+                                   on_token=lambda _row, text: self.observer.reasoning_token(session, text))[0].text
 
     def _complete(self, attempts: list[Attempt], question: str) -> None:
         """Run the programs of ``attempts``, read what they answered, check the answers against the

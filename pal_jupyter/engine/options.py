@@ -157,16 +157,13 @@ def _make_trait_class() -> type:
                 raise TraitError(str(exc)) from None
 
         def from_string(self, s: str) -> Any:
-            """A value written on a command line (``--PalMagics.seed=0`` in a kernel spec), read as
-            the option's type; what cannot be read stays text, for ``validate`` to refuse in words."""
-            if s == "None" and self.option.optional:
-                return None
-            if self.option.kind in (int, float):
-                try:
-                    return self.option.kind(s)
-                except ValueError:
-                    return s
-            return s
+            """A value written on a command line (``--PalMagics.seed=0`` in a kernel spec), read as a
+            magic line reads it (:meth:`Option.parse`); what it refuses stays text, for ``validate``
+            to refuse in the trait's words."""
+            try:
+                return self.option.parse(s)
+            except argparse.ArgumentTypeError:
+                return s
 
     return OptionTrait
 
