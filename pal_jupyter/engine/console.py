@@ -24,11 +24,16 @@ class ConsoleObserver(SolveObserver):
         self.stream_tokens = stream_tokens
         self.color = stream.isatty() and "NO_COLOR" not in os.environ
         self._written, self._shown = 0, 0.0  # progress of a batch of programs
+        self._words_announced = False  # a weak vote said why the words follow (no second header)
+        self._words_open = False  # the words stream has no line end yet
 
     def _style(self, text: str, code: str) -> str:
         return f"\033[{code}m{text}\033[0m" if self.color else text
 
     def _print(self, text: str = "") -> None:
+        if self._words_open:  # the words stream ended without a line end of their own
+            print(file=self.out)
+            self._words_open = False
         print(text, file=self.out, flush=True)
 
     def session_started(self, session: Session) -> None:
@@ -107,7 +112,7 @@ class ConsoleObserver(SolveObserver):
         return self._style(" ".join(str(detail).split())[:100], "31")
 
     def vote_taken(self, session: Session, vote: Vote) -> None:
-        if vote.candidates <= 1:
+        if vote.voters <= 1:
             return
         self._print(self._style(f"Vote: {vote.tally}" + (f" on {vote.winner.answer.text}" if vote.winner else ""), "1"))
         if second_opinion_note(vote):
@@ -122,10 +127,15 @@ class ConsoleObserver(SolveObserver):
 
     def reasoning_started(self, session: Session, vote: Vote) -> None:
         self._print(self._style(f"── {reasoning_reason(vote)} ──", "1;36"))
+        self._words_announced = True
 
     def reasoning_token(self, session: Session, text: str) -> None:
-        if self.stream_tokens:
-            print(text, end="", file=self.out, flush=True)
+        if not self.stream_tokens:
+            return
+        if not (self._words_announced or self._words_open):  # the careful method's words view
+            self._print(self._style("── the question worked out in words ──", "1;36"))
+        self._words_announced, self._words_open = False, True
+        print(text, end="", file=self.out, flush=True)
 
     def more_programs(self, session: Session, vote: Vote, count: int) -> None:
         self._print(self._style(f"── {more_programs_reason(vote, count)} ──", "1;36"))
