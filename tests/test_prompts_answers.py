@@ -39,6 +39,17 @@ def test_worked_examples_compute_the_gsm8k_answers(style):
         assert parse_number(out.getvalue()) == pytest.approx(expected), question
 
 
+def test_the_words_examples_work_each_step_out_and_end_on_the_gsm8k_answer():
+    # The words view imitates these: each step's arithmetic must be right, and the answer line read.
+    examples = [e for e in WORKED_EXAMPLES if e.words]
+    assert len(prompts.words_messages("Q?")) == 2 + 2 * len(examples) and len(examples) >= 3
+    for example in examples:
+        for left, right in re.findall(r"([\d.]+ *[-+*/x] *[\d.]+(?: *[-+*/x] *[\d.]+)*) *= *\$?([\d.]+)", example.words):
+            assert eval(left.replace("x", "*")) == pytest.approx(float(right)), (example.question, left)
+        assert reasoning.read_words_answer(example.as_words()).value == pytest.approx(example.answer)
+        assert "<<" not in example.words and "Maila" not in example.words
+
+
 @pytest.mark.parametrize("example", DATA_EXAMPLES + DATA_IDIOMS, ids=lambda e: e.question[:40])
 def test_data_examples_print_their_answers_on_their_frames_and_leave_them_unchanged(example):
     import contextlib, io

@@ -30,8 +30,8 @@ from .vote import format_number
 
 __all__ = ["WORDS_TOKENS", "program_messages", "read_words_answer", "words_messages"]
 
-#: Words answers run longer than programs: a step per sentence, with the arithmetic spelled out.
-WORDS_TOKENS = 400
+#: Words answers in the worked examples' style run to 96 tokens on average; the longest of 28 was 198.
+WORDS_TOKENS = 256
 
 _ANSWER_LINE = re.compile(r"Answer:\s*\**\s*\$?\s*(-?[\d,]*\.?\d+)", re.IGNORECASE)
 _BOXED = re.compile(r"\\boxed\{\s*\\?\$?\s*(-?[\d,]*\.?\d+)")

@@ -16,13 +16,20 @@ class WorkedExample:
 
     ``steps`` are the program's lines without the final print/return; ``result`` names the
     variable holding the answer, and ``answer`` is the data set's reference answer, which the
-    tests check the program against.
+    tests check the program against. ``words``, where given, is the data set's own solution in
+    words (its calculator marks ``<<...>>`` removed), the worked example of the words view
+    (:mod:`.words`).
     """
 
     question: str
     steps: str
     result: str
     answer: float
+    words: str = ""
+
+    def as_words(self) -> str:
+        """The words style: the solution a line per step, then ``Answer: <number>``."""
+        return f"{self.words}\nAnswer: {self.answer:g}"
 
     def as_script(self) -> str:
         """The flat-script style: the steps, then ``print(result)``."""
@@ -45,6 +52,8 @@ WORKED_EXAMPLES: tuple[WorkedExample, ...] = (
         "clips_may = clips_april / 2  # half as many in May\n"
         "total_clips = clips_april + clips_may",
         "total_clips", 72,
+        "Natalia sold 48/2 = 24 clips in May.\n"
+        "Natalia sold 48+24 = 72 clips altogether in April and May.",
     ),
     WorkedExample(
         "Betty is saving money for a new wallet which costs $100. Betty has only half of the "
@@ -57,6 +66,9 @@ WORKED_EXAMPLES: tuple[WorkedExample, ...] = (
         "from_grandparents = 2 * from_parents  # twice as much as her parents\n"
         "still_needed = wallet_cost - betty_has - from_parents - from_grandparents",
         "still_needed", 5,
+        "In the beginning, Betty has only 100 / 2 = $50.\n"
+        "Betty's grandparents gave her 15 * 2 = $30.\n"
+        "This means, Betty needs 100 - 50 - 30 - 15 = $5 more.",
     ),
     WorkedExample(
         "Weng earns $12 an hour for babysitting. Yesterday, she just did 50 minutes of "
@@ -77,6 +89,11 @@ WORKED_EXAMPLES: tuple[WorkedExample, ...] = (
         "remaining = total_pages - read_yesterday - read_today\n"
         "read_tomorrow = remaining / 2  # half of the remaining pages",
         "read_tomorrow", 42,
+        # GSM8K's solution calls her Maila; the question says Julie, and so does this.
+        "Julie read 12 x 2 = 24 pages today.\n"
+        "So she was able to read a total of 12 + 24 = 36 pages since yesterday.\n"
+        "There are 120 - 36 = 84 pages left to be read.\n"
+        "Since she wants to read half of the remaining pages tomorrow, then she should read 84/2 = 42 pages.",
     ),
     WorkedExample(
         "James writes a 3-page letter to 2 different friends twice a week.  How many pages does "
