@@ -131,7 +131,7 @@ def dataframe_turn(backend: Any, pool: Any, samples: int) -> dict[str, Any]:
     session = solve("What is the total revenue (units times price) of the East region? Print just the number.",
                     model=backend, executor=pool, samples=samples, variables={"sales": sales})
     return {"seconds": time.perf_counter() - start, "answer": session.answer, "rounds": session.rounds,
-            "tokens": [a.completion_tokens for a in session.attempts]}
+            "tokens": [a.completion_tokens for a in session.programs]}
 
 
 # ------------------------------------------------------------------------------------------ parent

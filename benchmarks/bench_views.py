@@ -17,11 +17,12 @@ resumes). The views:
 * ``zero``: the same prompt, the reply begun with the code fence (``code_only``): code only;
 * ``shots``: one greedy program from the worked-examples prompt (``chat-2shot`` / ``data-similar``),
   code only;
-* ``words`` and ``reasoned`` (word problems): the step-by-step answer in words
-  (:mod:`pal_jupyter.engine.reasoning`) and the program written after it;
+* ``words`` (word problems): the step-by-step answer in words after three worked examples, as the
+  product asks it (:mod:`pal_jupyter.prompts.words`); ``reasoned``: the program written after it;
 * ``t07``: 5 programs sampled at temperature 0.7 from the worked-examples prompt, as the product
   drew them until now; ``t04``: 4 programs sampled at 0.4, code only, collected only where the
-  greedy views disagree (no rule asks for them elsewhere; ``t04!`` collects them always).
+  greedy views (the words included) disagree (no rule asks for them elsewhere; ``t04!`` collects
+  them always).
 
 Each view records its programs (code, what they printed, errors), its tokens and its seconds, so
 that ``score`` can price a rule by the views it asks for. ``score`` rebuilds each program's record
@@ -56,7 +57,7 @@ from pal_jupyter.engine import reasoning
 from pal_jupyter.engine.grading import expected_of, is_correct, question_of
 from pal_jupyter.engine.extraction import extract_code
 from pal_jupyter.engine.filters import named_values
-from pal_jupyter.engine.records import Attempt
+from pal_jupyter.engine.records import Program
 from pal_jupyter.engine.vote import mark_off_target, read_answer
 from pal_jupyter.errors import NoCodeError
 from pal_jupyter.evaluation.dataframes import SUITES, suite_rows
@@ -110,7 +111,7 @@ def _ask(backend: Any, messages: list[dict[str, str]], n: int, options: Generati
     return view
 
 
-VIEWS = ("plain", "zero", "shots", "words", "t07", "t04")
+VIEWS = ("plain", "zero", "shots", "words", "reasoned", "t07", "t04")
 
 
 def collect_question(backend: Any, pool: KernelPool, row: dict[str, Any], seed: int,
@@ -134,6 +135,7 @@ def collect_question(backend: Any, pool: KernelPool, row: dict[str, Any], seed: 
                      GenerationOptions(max_new_tokens=reasoning.WORDS_TOKENS, temperature=0.0,
                                        stop_after_code=False), None, variables)
         views["words"] = words
+    if not data and "reasoned" in wanted and "words" in views:
         views["reasoned"] = _ask(backend, reasoning.program_messages(question, words["texts"][0]), 1, code, pool,
                                  variables)
     if "t07" in wanted:
@@ -150,6 +152,8 @@ def _agree(views: dict[str, Any]) -> bool:
     """Whether every greedy view collected so far gave the same usable answer (then no rule samples more)."""
     answers = [read_answer(_execution(views[name]["programs"][0])) for name in ("plain", "zero", "shots", "reasoned")
                if name in views]
+    if "words" in views:
+        answers.append(read_answer(_execution(_words_program(views["words"]["texts"][0]))))
     return all(a is not None for a in answers) and all(a.same_as(answers[0]) for a in answers)
 
 
@@ -201,10 +205,11 @@ class Candidate:
 
     def __init__(self, view: str, program: dict[str, Any], expected: Any):
         self.view = view
-        self.attempt = Attempt(index=1, kind="initial", messages=[], code=program.get("code"))
-        self.attempt.execution = _execution(program)
-        self.attempt.program_answer = read_answer(self.attempt.execution)
-        self.right = is_correct(self.attempt.program_answer, self.attempt.execution, expected)
+        self.program = Program(index=1, kind="initial", messages=[], code=program.get("code"))
+        self.program.execution = _execution(program)
+        self.program.program_answer = read_answer(self.program.execution)
+        self.right = is_correct(self.program.program_answer, self.program.execution, expected)
+        self.words = program.get("code") == WORDS_CODE
 
 
 def _candidates(record: dict[str, Any], frames: dict[str, Any]) -> dict[str, list[Candidate]]:
@@ -215,18 +220,21 @@ def _candidates(record: dict[str, Any], frames: dict[str, Any]) -> dict[str, lis
     for name, view in record["views"].items():
         if "programs" in view:
             views[name] = [Candidate(name, p, expected) for p in view["programs"]]
-            mark_off_target([c.attempt for c in views[name]], question, named)
-        elif name == "words":  # the answer the words end on votes like a program that printed it
+            mark_off_target([c.program for c in views[name]], question, named)
+        elif "texts" in view:  # words: the answer they end on votes like a program that printed it
             views[name] = [Candidate(name, _words_program(text), expected) for text in view["texts"]]
-    everything = [c.attempt for cs in views.values() for c in cs]
+    everything = [c.program for cs in views.values() for c in cs]
     mark_off_target(everything, question, named)  # "a number where others printed one" sees every view
     return views
+
+
+WORDS_CODE = "# the answer in words"
 
 
 def _words_program(text: str) -> dict[str, Any]:
     """A words answer as a program that printed the number it ends on (none: a program that printed nothing)."""
     answer = reasoning.read_words_answer(text)
-    return {"code": "# the answer in words", "reason": "ok", "stdout": f"{answer.text}\n" if answer else "",
+    return {"code": WORDS_CODE, "reason": "ok", "stdout": f"{answer.text}\n" if answer else "",
             "outputs": [], "error": None}
 
 
@@ -235,7 +243,7 @@ MISSING_SAMPLES: set[int] = set()
 
 def _first_good(pair: Sequence[Candidate]) -> Candidate | None:
     """What a rule shows when its views disagree and nothing more is asked: the first that worked."""
-    return next((c for c in pair if c.attempt.good), None)
+    return next((c for c in pair if c.program.good), None)
 
 
 Rule = Callable[[dict[str, list[Candidate]], dict[str, Any]], tuple[Any, bool, list[str]]]
@@ -249,7 +257,7 @@ def _vote(candidates: Sequence[Candidate], weights: dict[str, float] | None = No
     for c in candidates:
         weight = (weights or {}).get(c.view, 1.0)
         total += weight
-        a = c.attempt
+        a = c.program
         if a.program_answer is None or not a.good:
             continue
         group = next((g for g in groups if g[0].same_as(a.program_answer)), None)
@@ -261,9 +269,9 @@ def _vote(candidates: Sequence[Candidate], weights: dict[str, float] | None = No
     if not groups:
         return None, 0.0, total
     # Ties go to the shortest program, as in the product (the words are no program: they never break a tie).
-    best = sorted(groups, key=lambda g: (-g[1], min((len(c.attempt.code or "") for c in g[2] if c.view != "words"),
+    best = sorted(groups, key=lambda g: (-g[1], min((len(c.program.code or "") for c in g[2] if not c.words),
                                                     default=10**9)))[0]
-    return min(best[2], key=lambda c: len(c.attempt.code or "")), best[1], total
+    return min(best[2], key=lambda c: len(c.program.code or "")), best[1], total
 
 
 def _single(view: str) -> Rule:
@@ -285,12 +293,28 @@ def _careful(first: str, second: str, escalate: str | None, n: int = 5, greedy_w
             fallback = _first_good(pair)
             return fallback, False, [first, second]
         weights = {first: greedy_weight, second: greedy_weight}
-        if escalate not in views:  # collected only where the greedy programs disagreed (not the words)
+        if escalate not in views:  # collected only where the greedy views disagreed
             MISSING_SAMPLES.add(record["i"])
             fallback = _first_good(pair)
             return fallback, False, [first, second]
         winner, weight, total = _vote(pair + views[escalate][:n], weights)
-        return winner, weight >= 0.8 * total, [first, second, escalate]
+        return winner, weight >= 0.8 * total, [first, second, f"{escalate}:{n}"]
+    return rule
+
+
+def _three(first: str, second: str, third: str, escalate: str, n: int = 4) -> Rule:
+    """Three greedy views, all paid for: sure only when all three agree; else ``n`` samples of
+    ``escalate`` join the vote (sure only if 80 % of it agrees)."""
+    def rule(views: dict[str, list[Candidate]], record: dict[str, Any]) -> tuple[Any, bool, list[str]]:
+        greedy = views[first][:1] + views[second][:1] + views[third][:1]
+        winner, weight, _ = _vote(greedy)
+        if winner is not None and weight >= 3:
+            return winner, True, [first, second, third]
+        if escalate not in views:
+            MISSING_SAMPLES.add(record["i"])
+            return _first_good(greedy), False, [first, second, third]
+        winner, weight, total = _vote(greedy + views[escalate][:n])
+        return winner, weight >= 0.8 * total, [first, second, third, f"{escalate}:{n}"]
     return rule
 
 
@@ -302,9 +326,9 @@ def _tiebreak(first: str, second: str, judge: str, escalate: str, n: int = 4) ->
         winner, weight, _ = _vote(pair)
         if winner is not None and weight >= 2:
             return winner, True, [first, second]
-        said = views[judge][0].attempt.program_answer
-        backed = next((c for c in pair if c.attempt.good and said is not None
-                       and c.attempt.program_answer.same_as(said)), None)
+        said = views[judge][0].program.program_answer
+        backed = next((c for c in pair if c.program.good and said is not None
+                       and c.program.program_answer.same_as(said)), None)
         if backed is not None:
             return backed, False, [first, second, judge]
         if escalate not in views:
@@ -315,23 +339,34 @@ def _tiebreak(first: str, second: str, judge: str, escalate: str, n: int = 4) ->
     return rule
 
 
-def _rules(data: bool) -> dict[str, Rule]:
-    rules: dict[str, Rule] = {
-        "plain (baseline: greedy zero-shot)": _single("plain"),
-        "zero (code only)": _single("zero"),
-        "shots (code only)": _single("shots"),
-    }
-    if not data:
-        rules["words (the answer the words end on)"] = _single("words")
-        rules["reasoned (words, then its program)"] = _single("reasoned")
-    pairs = [("shots", "zero"), ("shots", "plain")] + ([("shots", "reasoned"), ("zero", "reasoned"), ("shots", "words"),
-                                                        ("zero", "words")] if not data else [])
-    for first, second in pairs:
+#: Each view alone, as the score names it.
+SINGLES = {
+    "plain": "plain (baseline: greedy zero-shot)",
+    "zero": "zero (code only)",
+    "shots": "shots (code only)",
+    "words": "words (the answer the words end on)",
+    "reasoned": "reasoned (words, then its program)",
+}
+#: Two greedy views, and the view whose samples join them when they disagree.
+PAIRS = (("shots", "zero", "t04"), ("shots", "plain", "t04"), ("shots", "reasoned", "t04"),
+         ("zero", "reasoned", "t04"), ("shots", "words", "t04"), ("zero", "words", "t04"))
+
+
+def _rules(collected: set[str]) -> dict[str, Rule]:
+    """The rules the ``collected`` views can price (samples count as collected where any question has them)."""
+    rules: dict[str, Rule] = {label: _single(view) for view, label in SINGLES.items() if view in collected}
+    for first, second, samples in PAIRS:
+        if not {first, second} <= collected:
+            continue
         rules[f"{first}+{second}, stop"] = _careful(first, second, None)
-        for weight in (1.0, 2.0):
-            rules[f"{first}+{second}, else +4 x t04 (greedy x{weight:g})"] = _careful(first, second, "t04", 4, weight)
-    if not data:
+        if samples in collected:
+            for weight in (1.0, 2.0):
+                rules[f"{first}+{second}, else +4 x {samples} (greedy x{weight:g})"] = _careful(
+                    first, second, samples, 4, weight)
+            rules[f"{first}+{second}, else +2 x {samples}"] = _careful(first, second, samples, 2)
+    if {"shots", "zero", "words", "t04"} <= collected:
         rules["shots+zero, else words decide, else +4 x t04"] = _tiebreak("shots", "zero", "words", "t04")
+        rules["shots+words+zero all agree, else +4 x t04"] = _three("shots", "words", "zero", "t04")
     return rules
 
 
@@ -357,7 +392,9 @@ def score(paths: Sequence[str], rates: dict[str, Any] | None = None) -> None:
         print(f"\n{suite}: {len(chosen)} questions (rows {rows[0]}-{rows[-1]})")
         print(f"{'rule':<58} {'right':>9} {'s mean':>7} {'median':>7} {'p90':>6} {'tokens':>7} {'sure':>5} {'sure right':>10}")
         candidates = [(r, _candidates(r, frames)) for r in chosen]
-        for name, rule in _rules(suite in DATA_SUITES).items():
+        every = set.intersection(*(set(r["views"]) for r in chosen))
+        sampled = {v for r in chosen for v in r["views"] if v in ("t04", "t07")}
+        for name, rule in _rules(every | sampled).items():
             right, seconds, tokens, sure, sure_right = 0, [], [], 0, 0
             MISSING_SAMPLES.clear()
             for record, views in candidates:
@@ -365,7 +402,7 @@ def score(paths: Sequence[str], rates: dict[str, Any] | None = None) -> None:
                 ok = winner is not None and winner.right
                 right += ok
                 seconds.append(sum(_seconds(record, v, used, rates) for v in _priced(used)))
-                tokens.append(sum(sum(record["views"][v]["tokens"]) for v in _priced(used)))
+                tokens.append(sum(sum(_rows_of(record["views"], v)["tokens"]) for v in _priced(used)))
                 sure += is_sure
                 sure_right += is_sure and ok
             n = len(candidates)
@@ -386,12 +423,23 @@ def _seconds(record: dict[str, Any], view: str, used: list[str], rates: dict[str
     if rates is None:
         if view == "zero" and "plain" not in used:
             return max(views["zero"]["seconds"], views["plain"]["seconds"])
-        return views[view]["seconds"]
-    seconds = _modelled_seconds(views[view], rates)
+        return _rows_of(views, view)["seconds"]
+    seconds = _modelled_seconds(_rows_of(views, view), rates)
     if view == "zero" and "plain" not in used and views["zero"].get("timings") and views["plain"].get("timings"):
         reused = (views["zero"]["timings"][0]["cache_n"] or 0) - (views["plain"]["timings"][0]["cache_n"] or 0)
         seconds += max(0, reused) / rates["prefill_tok_s"]
     return seconds
+
+
+def _rows_of(views: dict[str, Any], used: str) -> dict[str, Any]:
+    """The view a rule used: ``"t04:2"`` is the first 2 rows of ``t04``, priced as if only they were
+    asked for (wall seconds cannot be split by row: they count whole unless priced with ``--rates``)."""
+    name, _, rows = used.partition(":")
+    view = views[name]
+    if not rows or int(rows) >= len(view["tokens"]):
+        return view
+    n = int(rows)
+    return {**view, "tokens": view["tokens"][:n], "timings": (view.get("timings") or [])[:n]}
 
 
 def _priced(used: list[str]) -> list[str]:
@@ -440,7 +488,7 @@ def turns(args: argparse.Namespace) -> None:
             table["default"].append((right, seconds, session.confidence == "high"))
             table["plain"].append((baseline.right, view["seconds"], False))
             print(f"{question[:60]:<60} default {'right' if right else 'wrong'} {seconds:5.1f} s "
-                  f"({session.confidence}, {len(session.attempts)} programs) | plain "
+                  f"({session.confidence}, {len(session.programs)} programs) | plain "
                   f"{'right' if baseline.right else 'wrong'} {view['seconds']:5.1f} s", flush=True)
     for name, results in table.items():
         seconds = sorted(s for _, s, _ in results)

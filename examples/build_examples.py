@@ -100,8 +100,8 @@ MATH = notebook(
     ),
     new_code_cell(
         "session = get_ipython().magics_manager.registry['PalMagics'].last_session\n"
-        "for attempt in session.attempts:\n"
-        "    print(attempt.index, attempt.kind, attempt.error_type or 'ok', attempt.answer)\n"
+        "for program in session.programs:\n"
+        "    print(program.index, program.kind, program.error_type or 'ok', program.answer)\n"
         "print(session.vote.tally, '->', session.answer, f'({session.confidence} confidence)')"
     ),
 )

@@ -31,7 +31,7 @@ from .errors import EmptyQuestionError, KernelError, ModelLoadError, NoCodeError
 __version__ = "0.1.0"
 
 _PUBLIC = {
-    "Attempt": "engine.records", "Session": "engine.records", "Vote": "engine.records",
+    "Program": "engine.records", "Session": "engine.records", "Vote": "engine.records",
     "PromptContext": "engine.records",
     "SolveObserver": "engine.loop", "solve": "engine.loop",
     "ChildKernel": "kernels", "ExecutorLimits": "kernels", "KernelPool": "kernels",

@@ -34,7 +34,7 @@ def test_a_program_and_the_words_that_agree_are_sure_and_nothing_more_is_written
     assert words == prompts.words_messages(session.question)
     assert model.options[0].code_only and model.options[0].temperature_for(1) == 0
     assert not model.options[1].code_only and model.options[1].temperature_for(1) == 0
-    assert [a.view for a in session.attempts] == ["shots"]
+    assert [a.view for a in session.programs] == ["shots"]
     assert session.vote.votes == 2 and session.vote.voters == 2 and session.confidence == "high"
     assert session.answer == "150.0" and session.second_opinion.answer.value == 150
     assert doubt_message(session) == ("The program and the answer worked out in words, written independently, "
@@ -50,7 +50,7 @@ def test_a_program_and_words_that_disagree_get_samples_at_a_low_temperature_and_
     sampled = model.options[-1]
     assert sampled.code_only and sampled.temperature_for(4) == views.ESCALATION_TEMPERATURE
     assert model.calls[-1] == model.calls[0]  # sampled from the program's prompt
-    assert len(session.attempts) == 5 and [a.sample for a in session.attempts] == [1, 2, 3, 4, 5]
+    assert len(session.programs) == 5 and [a.sample for a in session.programs] == [1, 2, 3, 4, 5]
     # 3 of 5 programs say 150, and so do the words: 4 of 6 voters, shown with a caution
     assert session.vote.winner.answer.value == 150 and session.vote.votes == 4 and session.vote.voters == 6
     assert session.confidence == "medium"
@@ -96,7 +96,7 @@ def test_a_row_number_printed_for_a_name_is_refused_and_the_name_wins(pool):
     by_name = fenced(name_code)
     model = ScriptedBackend([row_number, by_name, by_name, by_name, row_number, by_name])
     session = solve(question, model=model, executor=pool, variables={"orders": orders}, samples=4)
-    first = session.attempts[0]
+    first = session.programs[0]
     assert first.answer == "3" and first.error_type == "NotAName" and not first.good
     assert "where the question asks for a name" in first.feedback
     assert session.answer == "Ben" and session.final.code == name_code
@@ -110,5 +110,5 @@ def test_a_month_the_question_names_must_be_selected(pool):
     march = fenced("print(orders[orders['date'].dt.to_period('M') == '2024-03']['amount'].sum())")
     model = ScriptedBackend([every_row, march, march, march, march, march])
     session = solve(question, model=model, executor=pool, variables={"orders": orders}, samples=4)
-    assert session.attempts[0].error_type == "IgnoresFilter" and "March 2024" in session.attempts[0].off_target
+    assert session.programs[0].error_type == "IgnoresFilter" and "March 2024" in session.programs[0].off_target
     assert session.answer == "50.0"

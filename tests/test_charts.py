@@ -89,9 +89,9 @@ def test_the_revenue_chart_votes_by_data_and_the_empty_chart_is_fed_back(pool):
     model = ScriptedBackend([fenced(EMPTY), fenced(PANDAS_BARS),  # the two careful views disagree
                              fenced(PYPLOT_BARS), fenced(PER_ROW), fenced(EMPTY), fenced(HORIZONTAL)])
     session = solve(QUESTION, model=model, executor=pool, variables={"sales": SALES}, samples=4)
-    empties = [a for a in session.attempts if a.code == EMPTY]
+    empties = [a for a in session.programs if a.code == EMPTY]
     assert len(empties) == 2 and all(a.off_target == DREW_NO_DATA and a.error_type == "EmptyChart" for a in empties)
-    per_row = next(a for a in session.attempts if a.code == PER_ROW)  # six bars, one per order, for three regions
+    per_row = next(a for a in session.programs if a.code == PER_ROW)  # six bars, one per order, for three regions
     assert per_row.error_type == "NotGrouped" and "(6) than the data has region values (3)" in per_row.off_target
     winner = session.vote.winner
     assert winner.votes == 3 and winner.answer.text.startswith("a bar chart (East 134")

@@ -14,7 +14,7 @@ from tiny_model import build_tokenizer
 from pal_jupyter import ScriptedBackend, solve
 from pal_jupyter import prompts
 from pal_jupyter.engine.options import OPTIONS, Settings
-from pal_jupyter.engine.records import PromptContext, attempt_record
+from pal_jupyter.engine.records import PromptContext, program_record
 from pal_jupyter.errors import SettingError
 from pal_jupyter.notebook.context import (CHARS_PER_TOKEN, ESTIMATE, MAX_CONTEXT_TOKENS, Cell, NotebookContext,
                                           collect, token_counter)
@@ -172,7 +172,7 @@ def test_solve_shows_the_context_in_every_prompt_and_keeps_it_in_the_session(tmp
     assert first[-1]["content"].endswith(f"{prompts.CONTEXT_QUESTION}\nFix the error above")
     assert repair[-1]["content"].startswith(prompts.CONTEXT_INTRO) and "Question: Fix the error above" in repair[-1]["content"]
     assert session.context == context and session.answer == "60"
-    record = attempt_record(session, session.attempts[0])
+    record = program_record(session, session.programs[0])
     assert record["context"] == {"text": context.text, "note": context.note}
     assert "speed = 60" in _example(record).question  # a training example is what the model saw
     with pytest.raises(TypeError, match="not the number of notebook cells|not 3"):

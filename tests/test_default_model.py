@@ -62,7 +62,7 @@ def test_default_model_explains_and_repairs_a_seeded_bug(default_model, pool):
     buggy = "apples_per_box = 12\nboxes = 7\ntotal = apples_per_box * box\nprint(total)"
     session = solve("A shop packs 12 apples in a box. How many apples are in 7 boxes?",
                     model=SeededBugFirst(default_model, buggy), executor=pool, method="vote", samples=1)
-    first, repair = session.attempts[0], session.attempts[1]
+    first, repair = session.programs[0], session.programs[1]
     assert first.error_type == "NameError" and first.execution.error.lineno == 3
     assert repair.kind == "repair" and repair.explanation, "the model explains the error in words"
     assert session.succeeded and float(session.answer) == pytest.approx(84)

@@ -248,7 +248,7 @@ def test_lite_model_careful_method_a_greedy_program_ending_at_its_fence_and_the_
     assert first.completion.count("```") == 2, first.completion
     assert first.completion_tokens < 200
     assert session.succeeded and float(session.answer) == pytest.approx(84)
-    assert len(session.attempts) == 1 or session.weak_votes, "samples are drawn only after a disagreement"
+    assert len(session.programs) == 1 or session.weak_votes, "samples are drawn only after a disagreement"
 
 
 @pytest.mark.slow
@@ -270,7 +270,7 @@ def test_lite_model_on_a_dataframe_writes_more_programs_while_the_vote_is_weak_a
                         model=load_model("lite"), executor=pool, method="vote", samples=3, max_programs=9, variables={"sales": sales},
                         generation=GenerationOptions(seed=7))
     pd.testing.assert_frame_equal(sales, before)
-    assert session.attempts[0].messages[0]["content"] == prompts.DATA_SYSTEM
+    assert session.programs[0].messages[0]["content"] == prompts.DATA_SYSTEM
     for index in range(1, session.rounds + 1):
         programs = session.round(index)
         grew = [w for w in session.weak_votes if w.round == index]
@@ -279,4 +279,4 @@ def test_lite_model_on_a_dataframe_writes_more_programs_while_the_vote_is_weak_a
             assert weak_vote(take_vote(programs[:weak.candidates])) and weak.more == min(3, 9 - weak.candidates)
         vote = take_vote(programs)
         assert not weak_vote(vote) or len(programs) == 9, "a weak vote stops only at the cap"
-    assert all(a.execution is None for a in session.attempts if a.replaced), "re-created data never ran"
+    assert all(a.execution is None for a in session.programs if a.replaced), "re-created data never ran"

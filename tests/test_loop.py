@@ -26,33 +26,33 @@ class Recorder(SolveObserver):
     def __init__(self):
         self.events = []
 
-    def attempt_started(self, attempt):
-        self.events.append(("start", attempt.index))
+    def program_started(self, program):
+        self.events.append(("start", program.index))
 
-    def token(self, attempt, text):
-        self.events.append(("token", attempt.index))
+    def token(self, program, text):
+        self.events.append(("token", program.index))
 
-    def code_ready(self, attempt):
-        self.events.append(("code", attempt.index))
+    def code_ready(self, program):
+        self.events.append(("code", program.index))
 
-    def output(self, attempt, output):
-        self.events.append(("output", attempt.index))
+    def output(self, program, output):
+        self.events.append(("output", program.index))
 
-    def attempt_finished(self, attempt):
-        self.events.append(("end", attempt.index))
+    def program_finished(self, program):
+        self.events.append(("end", program.index))
 
     def session_finished(self, session):
-        self.events.append(("done", len(session.attempts)))
+        self.events.append(("done", len(session.programs)))
 
 
 def test_first_attempt_that_runs_ends_the_session(pool):
     model = ScriptedBackend([fenced("speed = 60\nprint(speed * 2.5)")])
     session = solve("How far at 60 mph for 2.5 hours?", method="vote", samples=1, model=model, executor=pool)
-    assert session.succeeded and len(session.attempts) == 1
+    assert session.succeeded and len(session.programs) == 1
     assert session.answer == "150.0"
-    attempt = session.final
-    assert attempt.kind == "initial" and attempt.reward == "<|good|>" and attempt.error_type is None
-    assert attempt.completion_tokens > 0 and attempt.execute_s > 0
+    program = session.final
+    assert program.kind == "initial" and program.reward == "<|good|>" and program.error_type is None
+    assert program.completion_tokens > 0 and program.execute_s > 0
     assert model.calls[0][-1]["content"] == "How far at 60 mph for 2.5 hours?"
 
 
@@ -66,7 +66,7 @@ def test_error_is_fed_back_and_repaired_with_an_explanation(pool, tmp_path):
     recorder = Recorder()
     trace = tmp_path / "trace.jsonl"
     session = solve("How far?", method="vote", samples=1, model=model, executor=pool, trace=trace, observer=recorder)
-    first, second = session.attempts
+    first, second = session.programs
     assert first.error_type == "NameError" and first.reward == "<|bad|>"
     assert first.execution.error.lineno == 3
     assert 'File "program.py", line 3' in first.feedback
@@ -90,7 +90,7 @@ def test_error_is_fed_back_and_repaired_with_an_explanation(pool, tmp_path):
 def test_stops_after_max_attempts_and_marks_the_last_attempt(pool):
     model = ScriptedBackend([fenced("1/0")] * 2)
     session = solve("Divide", method="vote", samples=1, model=model, executor=pool, max_attempts=2)
-    assert not session.succeeded and len(session.attempts) == 2
+    assert not session.succeeded and len(session.programs) == 2
     assert session.answer is None and session.final.error_type == "ZeroDivisionError"
 
 
@@ -98,15 +98,15 @@ def test_checker_turns_a_wrong_answer_into_a_repair(pool):
     model = ScriptedBackend([fenced("print(41)"), fenced("print(42)", "Explanation: off by one.")])
     checker = lambda run: numbers_match(parse_number(run.text_output()), 42)  # noqa: E731
     session = solve("Answer?", method="vote", samples=1, model=model, executor=pool, checker=checker)
-    assert [a.correct for a in session.attempts] == [False, True]
-    assert session.attempts[0].error_type == "WrongAnswer"
+    assert [a.correct for a in session.programs] == [False, True]
+    assert session.programs[0].error_type == "WrongAnswer"
     assert "not the correct answer" in model.calls[1][-1]["content"]
 
 
 def test_a_reply_without_code_is_retried_with_that_feedback(pool):
     model = ScriptedBackend(["I think it is 150.", fenced("print(150)")])
     session = solve("How far?", method="vote", samples=1, model=model, executor=pool)
-    assert session.attempts[0].code is None and session.attempts[0].error_type == "NoCode"
+    assert session.programs[0].code is None and session.programs[0].error_type == "NoCode"
     assert "contained no Python code" in model.calls[1][-1]["content"]
     assert session.succeeded
 
@@ -141,7 +141,7 @@ def test_a_program_that_loops_forever_is_stopped_and_repaired():
 
     model = ScriptedBackend([fenced("while True:\n    pass"), fenced("print(1)")])
     session = solve("Loop", method="vote", samples=1, model=model, limits=ExecutorLimits(timeout_s=1.5, grace_s=1.0))
-    assert session.attempts[0].execution.reason.value == "timeout"
+    assert session.programs[0].execution.reason.value == "timeout"
     assert "longer than" in model.calls[1][-1]["content"]
     assert session.succeeded
 
@@ -151,7 +151,7 @@ def test_session_serialises_to_json(pool):
 
     session = solve("x", method="vote", samples=1, model=ScriptedBackend([fenced("print(2)")]), executor=pool)
     data = json.loads(json.dumps(to_jsonable(session)))
-    assert data["attempts"][0]["execution"]["reason"] == "ok"
+    assert data["programs"][0]["execution"]["reason"] == "ok"
 
 
 def test_an_unchanged_correction_is_called_out_in_the_next_prompt(pool):
@@ -176,7 +176,7 @@ def test_a_program_that_answers_nothing_is_repaired(pool, silent, fed_back):
     """Running cleanly is not answering: nothing printed, or NaN, gets the next round (LeTI's feedback)."""
     model = ScriptedBackend([fenced(silent), fenced("total = 12 * 3\nprint(total)")])
     session = solve("What is 12 times 3?", method="vote", samples=1, model=model, executor=pool)
-    first, second = session.attempts
+    first, second = session.programs
     assert not first.good and first.reward == "<|bad|>" and fed_back in first.feedback
     assert fed_back in model.calls[1][-1]["content"] and second.kind == "repair"
     assert session.succeeded and session.answer == "36"

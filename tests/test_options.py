@@ -57,5 +57,5 @@ def test_a_limit_given_as_a_keyword_option_applies_to_the_programs():
     model = ScriptedBackend(["```python\nwhile True:\n    pass\n```"])
     with KernelPool(ExecutorLimits(warm_imports=(), timeout_s=60)) as pool:
         session = solve("Loop", model=model, executor=pool, method="vote", samples=1, max_attempts=1, timeout=1.0)
-    assert session.attempts[0].error_type == "Timeout"
-    assert "longer than 1 s" in session.attempts[0].execution.error.evalue
+    assert session.programs[0].error_type == "Timeout"
+    assert "longer than 1 s" in session.programs[0].execution.error.evalue

@@ -41,13 +41,13 @@ def test_five_programs_in_one_batch_vote_and_the_winner_is_final(pool, tmp_path)
     trace = tmp_path / "trace.jsonl"
     session = solve("How far?", model=model, executor=pool, method="vote", samples=5, trace=trace)
     assert model.batch_sizes == [5]  # one batched generation, not five
-    assert session.rounds == 1 and len(session.attempts) == 5
-    assert [a.sample for a in session.attempts] == [1, 2, 3, 4, 5]
+    assert session.rounds == 1 and len(session.programs) == 5
+    assert [a.sample for a in session.programs] == [1, 2, 3, 4, 5]
     vote = session.vote
     assert vote.winner.answer.value == 150 and vote.winner.samples == [1, 2, 5]
     assert session.agreement == 0.6 and session.confidence == "medium"
     assert session.final.sample == 2 and session.answer == "150.0"  # the shortest winning program
-    assert session.attempts[3].error_type == "NameError" and session.attempts[2].answer == "62.5"
+    assert session.programs[3].error_type == "NameError" and session.programs[2].answer == "62.5"
     records = list(read_trace(trace))
     assert [(r["sample"], r["votes"], r["won_vote"]) for r in records] == [
         (1, 3, True), (2, 3, True), (3, 1, False), (4, 0, False), (5, 3, True)]
@@ -61,7 +61,7 @@ def test_each_program_runs_in_its_own_fresh_kernel(pool):
              "left_behind = 1")
     model = ScriptedBackend([fenced(probe)] * 3)
     session = solve("Isolation?", model=model, executor=pool, method="vote", samples=3, max_programs=3)
-    outputs = [a.execution.stdout.split() for a in session.attempts]
+    outputs = [a.execution.stdout.split() for a in session.programs]
     assert len({pid for pid, _ in outputs}) == 3 and all(state == "clean" for _, state in outputs)
 
 
@@ -105,7 +105,7 @@ def test_a_hanging_candidate_costs_its_own_result_only(pool):
     start = time.monotonic()
     session = solve("Hang?", model=model, executor=pool, method="vote", samples=3)
     elapsed = time.monotonic() - start
-    hung = session.attempts[0]
+    hung = session.programs[0]
     assert hung.execution.reason.value == "timeout" and hung.error_type == "Timeout"
     assert session.answer == "5" and session.vote.votes == 2
     assert elapsed < 3 + 1 + 10  # timeout + grace + slack: the others did not wait in line behind it
@@ -135,7 +135,7 @@ def test_a_program_that_replaces_the_users_data_is_refused_before_it_runs(pool, 
     model = ScriptedBackend([fenced(invented), fenced(honest), fenced(honest)])
     session = solve("Revenue of East? Print just the number.", model=model, executor=pool, method="vote", samples=3,
                     variables={"sales": sales})
-    refused = session.attempts[0]
+    refused = session.programs[0]
     assert refused.execution is None and refused.error_type == "ReplacedData" and not marker.exists()
     assert "replaced `sales` with data of its own (line 3" in refused.refusal
     assert session.answer == "40.0" and session.vote.votes == 2
@@ -150,7 +150,7 @@ def test_a_program_is_stopped_as_soon_as_it_starts_inventing_the_users_data(pool
     model = ScriptedBackend([fenced(invented), fenced("print(sales.units.sum())")])
     session = solve("Total units? Print just the number.", model=model, executor=pool, method="vote", samples=2, max_programs=2,
                     variables={"sales": sales})
-    stopped = session.attempts[0]
+    stopped = session.programs[0]
     assert stopped.completion.endswith("sales = pd.DataFrame({\n"), "no token was spent on the invented table"
     assert stopped.execution is None and stopped.error_type == "ReplacedData"
     assert "line 2: `sales = pd.DataFrame({`" in stopped.refusal
@@ -184,13 +184,13 @@ def test_observer_sees_every_candidate_and_the_vote(pool):
         def __init__(self):
             self.started, self.tokens, self.finished, self.votes = [], set(), [], []
 
-        def attempt_started(self, attempt):
+        def program_started(self, attempt):
             self.started.append(attempt.sample)
 
         def token(self, attempt, text):
             self.tokens.add(attempt.sample)
 
-        def attempt_finished(self, attempt):
+        def program_finished(self, attempt):
             self.finished.append(attempt.sample)
 
         def vote_taken(self, session, vote):
@@ -237,8 +237,8 @@ def test_a_weak_vote_writes_more_programs_from_the_same_prompt_and_they_join_the
                     second_opinion="off")
     assert model.batch_sizes == [5, 5] and len(model.calls) == 2 and model.calls[0] == model.calls[1]
     assert observer.more == [(1, 5, 5)]
-    assert session.rounds == 1 and [a.sample for a in session.attempts] == list(range(1, 11))
-    assert {a.samples for a in session.attempts} == {10} and {a.index for a in session.attempts} == {1}
+    assert session.rounds == 1 and [a.sample for a in session.programs] == list(range(1, 11))
+    assert {a.samples for a in session.programs} == {10} and {a.index for a in session.programs} == {1}
     assert session.vote.candidates == 10 and session.vote.votes == 6 and session.answer == "159"
     assert session.confidence == "medium"  # 6 of 10
     records = list(read_trace(trace))
@@ -306,7 +306,7 @@ def test_a_weak_vote_is_worked_out_in_words_then_by_a_program_that_follows_the_s
     assert not words_options.stop_after_code and words_options.temperature_for(1) == 0  # greedy, to its end
     assert program_options.temperature_for(1) == 0 and program_options.stop_after_code
 
-    reasoned = session.attempts[-1]
+    reasoned = session.programs[-1]
     assert (reasoned.kind, reasoned.sample, reasoned.samples, reasoned.index) == ("reasoned", 6, 6, 1)
     opinion = session.second_opinion
     assert opinion.answer.value == 159 and opinion.program == 6 and opinion.text == words

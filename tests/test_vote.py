@@ -10,7 +10,7 @@ import pytest
 
 from pal_jupyter import prompts
 from pal_jupyter.engine.filters import NamedPeriod, ignored_values, named_values, periods, selects_period
-from pal_jupyter.engine.records import Attempt, Session
+from pal_jupyter.engine.records import Program, Session
 from pal_jupyter.evaluation.dataframes import QUESTIONS
 from pal_jupyter.kernels import ErrorInfo, ExecutionResult, StopReason
 from pal_jupyter.engine.vote import (
@@ -32,15 +32,15 @@ def ran(stdout: str = "", outputs: list | None = None) -> ExecutionResult:
     return ExecutionResult(StopReason.OK, stdout=stdout, outputs=outputs or [])
 
 
-def candidate(sample: int, stdout: str | None, code: str = "print(x)", samples: int = 5) -> Attempt:
+def candidate(sample: int, stdout: str | None, code: str = "print(x)", samples: int = 5) -> Program:
     """A finished candidate: stdout None means it raised an error."""
-    attempt = Attempt(index=1, kind="initial", messages=[], sample=sample, samples=samples, code=code)
+    program = Program(index=1, kind="initial", messages=[], sample=sample, samples=samples, code=code)
     if stdout is None:
-        attempt.execution = ExecutionResult(StopReason.ERROR, error=ErrorInfo("NameError", "x", "NameError: x"))
+        program.execution = ExecutionResult(StopReason.ERROR, error=ErrorInfo("NameError", "x", "NameError: x"))
     else:
-        attempt.execution = ran(stdout)
-    attempt.program_answer = read_answer(attempt.execution)
-    return attempt
+        program.execution = ran(stdout)
+    program.program_answer = read_answer(program.execution)
+    return program
 
 
 @pytest.mark.parametrize("stdout, kind, text, value", [
@@ -76,9 +76,9 @@ def test_table_detection_does_not_swallow_word_problems():
 
 
 def test_majority_wins_and_numbers_compare_with_a_tolerance():
-    attempts = [candidate(1, "150\n"), candidate(2, "150.0001\n"), candidate(3, "149\n"),
+    programs = [candidate(1, "150\n"), candidate(2, "150.0001\n"), candidate(3, "149\n"),
                 candidate(4, None), candidate(5, "The answer is 150.0\n")]
-    vote = take_vote(attempts)
+    vote = take_vote(programs)
     assert vote.winner.answer.value == 150 and vote.winner.samples == [1, 2, 5]
     assert (vote.votes, vote.candidates, vote.agreement, vote.confidence) == (3, 5, 0.6, "medium")
     assert vote.tally == "3 of 5 programs agree"
@@ -86,15 +86,16 @@ def test_majority_wins_and_numbers_compare_with_a_tolerance():
 
 def test_a_tie_goes_to_the_shortest_program_then_the_first_answer():
     long, short = "a = 1\nb = 2\nprint(a + b)", "print(3)"
-    attempts = [candidate(1, "3\n", long), candidate(2, "4\n", short), candidate(3, "3\n", long), candidate(4, "4\n", long)]
-    assert take_vote(attempts).winner.answer.value == 4  # 2-2: the answer with the shortest program
+    programs = [candidate(1, "3\n", long), candidate(2, "4\n", short), candidate(3, "3\n", long),
+                candidate(4, "4\n", long)]
+    assert take_vote(programs).winner.answer.value == 4  # 2-2: the answer with the shortest program
     same = [candidate(1, "3\n", short), candidate(2, "4\n", short)]
     assert take_vote(same).winner.answer.value == 3  # equal length: the answer seen first
 
 
 def test_failures_and_silence_do_not_vote():
-    attempts = [candidate(1, None), candidate(2, ""), candidate(3, None), candidate(4, "7\n"), candidate(5, "")]
-    vote = take_vote(attempts)
+    programs = [candidate(1, None), candidate(2, ""), candidate(3, None), candidate(4, "7\n"), candidate(5, "")]
+    vote = take_vote(programs)
     assert vote.winner.answer.value == 7 and vote.votes == 1 and vote.confidence == "low"
     assert competing_answers(vote) == "1 says 7 and 4 gave no answer"
     nobody = take_vote([candidate(1, None), candidate(2, "")])
@@ -111,10 +112,10 @@ def test_one_program_is_not_cross_checked():
     ("Show revenue per region", False),
 ])
 def test_tables_do_not_vote_where_one_number_is_asked(question, strict_tables_out):
-    attempts = [candidate(1, SERIES), candidate(2, SERIES), candidate(3, "159.0\n")]
-    mark_off_target(attempts, question)
-    assert (attempts[0].off_target is not None) == strict_tables_out
-    winner = take_vote(attempts).winner.answer
+    programs = [candidate(1, SERIES), candidate(2, SERIES), candidate(3, "159.0\n")]
+    mark_off_target(programs, question)
+    assert (programs[0].off_target is not None) == strict_tables_out
+    winner = take_vote(programs).winner.answer
     assert (winner.kind, winner.value) == (("number", 159.0) if strict_tables_out else ("table", None))
 
 
@@ -130,9 +131,9 @@ def test_loose_number_wording_rules_tables_out_only_when_a_number_was_printed():
 
 
 def _session(*stdouts: str | None) -> Session:
-    attempts = [candidate(i, out, code=f"print({i})" + "  # longer" * (5 - i)) for i, out in enumerate(stdouts, 1)]
-    session = Session(id="s", question="q", model="m", attempts=attempts, samples=len(attempts))
-    session.vote = take_vote(attempts)
+    programs = [candidate(i, out, code=f"print({i})" + "  # longer" * (5 - i)) for i, out in enumerate(stdouts, 1)]
+    session = Session(id="s", question="q", model="m", programs=programs, samples=len(programs))
+    session.vote = take_vote(programs)
     return session
 
 
@@ -161,14 +162,14 @@ def test_doubt_is_said_in_plain_words():
     ("Total: <NA>\n", None),  # a sentence around it is text the vote can still compare
 ])
 def test_a_program_that_answers_nothing_does_not_vote(stdout, reason):
-    attempts = [candidate(1, stdout), candidate(2, "159\n")]
-    mark_off_target(attempts, "What is the total revenue?")
-    off_target = attempts[0].off_target
+    programs = [candidate(1, stdout), candidate(2, "159\n")]
+    mark_off_target(programs, "What is the total revenue?")
+    off_target = programs[0].off_target
     if reason is None:
-        assert off_target is None and attempts[0].good
+        assert off_target is None and programs[0].good
     else:
-        assert off_target.startswith(reason) and not attempts[0].good and take_vote(attempts).winner.votes == 1
-        assert attempts[0].error_type == ("NoOutput" if stdout == "" else "MissingValue")
+        assert off_target.startswith(reason) and not programs[0].good and take_vote(programs).winner.votes == 1
+        assert programs[0].error_type == ("NoOutput" if stdout == "" else "MissingValue")
 
 
 def test_values_the_question_names_are_found_in_the_data():
@@ -187,13 +188,13 @@ def test_a_program_that_never_uses_a_named_value_is_sent_back():
     sales = pd.DataFrame({"region": ["East", "West"], "units": [3, 4]})
     question = "How many units were sold in the West region? Print just the number."
     named = named_values(question, {"sales": sales})
-    attempts = [candidate(1, "7\n", code="print(sales['units'].sum())"),
+    programs = [candidate(1, "7\n", code="print(sales['units'].sum())"),
                 candidate(2, "4\n", code="print(sales[sales.region.str.lower() == 'west'].units.sum())")]
-    mark_off_target(attempts, question, named)
-    assert attempts[0].error_type == "IgnoresFilter" and not attempts[0].good
-    assert attempts[0].off_target == "never uses 'West' (a value of sales['region']), which the question names"
-    assert attempts[1].off_target is None and take_vote(attempts).winner.answer.value == 4
-    feedback = prompts.execution_feedback(attempts[0].execution, off_target=attempts[0].off_target)
+    mark_off_target(programs, question, named)
+    assert programs[0].error_type == "IgnoresFilter" and not programs[0].good
+    assert programs[0].off_target == "never uses 'West' (a value of sales['region']), which the question names"
+    assert programs[1].off_target is None and take_vote(programs).winner.answer.value == 4
+    feedback = prompts.execution_feedback(programs[0].execution, off_target=programs[0].off_target)
     assert "wrong rows" in feedback and "'West'" in feedback
 
 
@@ -245,14 +246,14 @@ def test_the_dataframe_suites_name_and_number_questions_are_told_apart():
 
 def test_a_row_number_printed_for_a_name_is_sent_back():
     question = "Which customer spent the most? Print just the name."
-    attempts = [candidate(1, "9\n", code="print(totals.idxmax())"), candidate(2, "Customer 09\n"),
+    programs = [candidate(1, "9\n", code="print(totals.idxmax())"), candidate(2, "Customer 09\n"),
                 candidate(3, "Alice\n"), candidate(4, "Customer 09\n")]
-    mark_off_target(attempts, question)
-    assert attempts[0].off_target == ("printed a number (9) where the question asks for a name: probably a row "
+    mark_off_target(programs, question)
+    assert programs[0].off_target == ("printed a number (9) where the question asks for a name: probably a row "
                                       "number from idxmax() or an index, not the name")
-    assert not attempts[0].good and [a.off_target for a in attempts[1:]] == [None, None, None]
-    assert take_vote(attempts).winner.answer.text == "Customer 09"  # a name with digits in it is a name
-    feedback = prompts.execution_feedback(attempts[0].execution, off_target=attempts[0].off_target)
+    assert not programs[0].good and [a.off_target for a in programs[1:]] == [None, None, None]
+    assert take_vote(programs).winner.answer.text == "Customer 09"  # a name with digits in it is a name
+    feedback = prompts.execution_feedback(programs[0].execution, off_target=programs[0].off_target)
     assert "asks for a name" in feedback and "idxmax()" in feedback and "Print the name itself" in feedback
 
 
@@ -262,9 +263,9 @@ def test_a_row_number_printed_for_a_name_is_sent_back():
     ("How many orders were placed?", False),
 ])
 def test_a_bare_number_is_off_target_only_where_a_name_is_asked(question, caught):
-    attempts = [candidate(1, "3\n"), candidate(2, "3.0\n")]
-    mark_off_target(attempts, question)
-    assert all((a.off_target is not None) == caught for a in attempts)
+    programs = [candidate(1, "3\n"), candidate(2, "3.0\n")]
+    mark_off_target(programs, question)
+    assert all((a.off_target is not None) == caught for a in programs)
 
 
 def _orders() -> pd.DataFrame:
@@ -342,14 +343,14 @@ def test_a_program_that_never_selects_the_named_month_is_sent_back():
     question = "How many units were sold in March 2024? Print just the number."
     named = named_values(question, {"sales": sales})
     march = int(sales[sales.date.dt.to_period("M") == "2024-03"].units.sum())
-    attempts = [candidate(1, f"{sales.units.sum()}\n", code="print(sales['units'].sum())  # March 2024"),
+    programs = [candidate(1, f"{sales.units.sum()}\n", code="print(sales['units'].sum())  # March 2024"),
                 candidate(2, f"{march}\n", code="print(sales[sales.date.dt.month == 3].units.sum())"),
                 candidate(3, f"{march}\n", code="print(sales.set_index('date').loc['2024-03'].units.sum())")]
-    mark_off_target(attempts, question, named)
-    assert attempts[0].off_target == ("never uses the rows of March 2024, which the question names (select them "
+    mark_off_target(programs, question, named)
+    assert programs[0].off_target == ("never uses the rows of March 2024, which the question names (select them "
                                       "with sales[sales['date'].dt.to_period('M') == '2024-03'])")
-    assert attempts[0].error_type == "IgnoresFilter" and not attempts[0].good
-    assert [a.off_target for a in attempts[1:]] == [None, None]
-    assert take_vote(attempts).winner.answer.value == march and take_vote(attempts).winner.votes == 2
-    feedback = prompts.execution_feedback(attempts[0].execution, off_target=attempts[0].off_target)
+    assert programs[0].error_type == "IgnoresFilter" and not programs[0].good
+    assert [a.off_target for a in programs[1:]] == [None, None]
+    assert take_vote(programs).winner.answer.value == march and take_vote(programs).winner.votes == 2
+    feedback = prompts.execution_feedback(programs[0].execution, off_target=programs[0].off_target)
     assert "every date" in feedback and "to_period('M') == '2024-03'" in feedback

@@ -9,6 +9,6 @@ sends is built by :mod:`pal_jupyter.prompts`, the layer below.
 
 from .loop import SolveObserver, solve
 from .options import DEFAULT_SAMPLES, MAX_SAMPLES, Settings
-from .records import Attempt, ProgramAnswer, Session, Vote
+from .records import Program, ProgramAnswer, Session, Vote
 
-__all__ = ["DEFAULT_SAMPLES", "MAX_SAMPLES", "Attempt", "ProgramAnswer", "Session", "SolveObserver", "Vote", "solve"]
+__all__ = ["DEFAULT_SAMPLES", "MAX_SAMPLES", "Program", "ProgramAnswer", "Session", "SolveObserver", "Vote", "solve"]

@@ -8,7 +8,7 @@ import time
 from typing import Any, TextIO
 
 from .loop import SolveObserver
-from .records import Attempt, DataLook, Session, Vote
+from .records import Program, DataLook, Session, Vote
 from .vote import more_programs_reason, reasoning_reason, second_opinion_note
 
 
@@ -40,18 +40,18 @@ class ConsoleObserver(SolveObserver):
         if session.context is not None:  # what the notebook sent besides the question, before any program
             self._print(self._style(session.context.note, "2"))
 
-    def attempt_started(self, attempt: Attempt) -> None:
-        if attempt.kind == "reasoned":
+    def program_started(self, program: Program) -> None:
+        if program.kind == "reasoned":
             self._print()
             self._print(self._style("── one more program, following those steps ──", "1;36"))
-        if attempt.sample != 1:
+        if program.sample != 1:
             return
-        what = "a program" if attempt.samples == 1 else f"{attempt.samples} programs"
-        label = f"writing {what}" if attempt.kind == "initial" else f"repairing from the error ({what})"
-        self._print(self._style(f"── Attempt {attempt.index}: {label} ──", "1;36"))
+        what = "a program" if program.samples == 1 else f"{program.samples} programs"
+        label = f"writing {what}" if program.kind == "initial" else f"repairing from the error ({what})"
+        self._print(self._style(f"── Attempt {program.index}: {label} ──", "1;36"))
 
-    def token(self, attempt: Attempt, text: str) -> None:
-        if self.stream_tokens and attempt.samples == 1:
+    def token(self, program: Program, text: str) -> None:
+        if self.stream_tokens and program.samples == 1:
             print(text, end="", file=self.out, flush=True)
         elif self.color:  # an interactive terminal: a running count instead of five interleaved streams
             self._written += 1
@@ -59,8 +59,8 @@ class ConsoleObserver(SolveObserver):
                 self._shown = time.monotonic()
                 print(f"\r  writing ... {self._written} tokens so far", end="", file=self.out, flush=True)
 
-    def code_ready(self, attempt: Attempt) -> None:
-        if attempt.samples > 1:
+    def code_ready(self, program: Program) -> None:
+        if program.samples > 1:
             if self._written:
                 print("\r\033[K", end="", file=self.out, flush=True)
                 self._written = 0
@@ -68,13 +68,13 @@ class ConsoleObserver(SolveObserver):
         if self.stream_tokens:
             self._print()
         else:
-            if attempt.explanation:
-                self._print(f"Explanation: {attempt.explanation}")
-            self._print(attempt.code or "")
+            if program.explanation:
+                self._print(f"Explanation: {program.explanation}")
+            self._print(program.code or "")
         self._print(self._style("Running it in a fresh kernel ...", "2"))
 
-    def output(self, attempt: Attempt, output: dict[str, Any]) -> None:
-        if attempt.samples > 1:
+    def output(self, program: Program, output: dict[str, Any]) -> None:
+        if program.samples > 1:
             return
         kind = output.get("output_type")
         if kind == "stream":
@@ -86,29 +86,30 @@ class ConsoleObserver(SolveObserver):
             else:
                 self._print(self._style(f"[{', '.join(sorted(data))}]", "2"))
 
-    def attempt_finished(self, attempt: Attempt) -> None:
-        if attempt.samples > 1:
-            self._print(f"  program {attempt.sample}: {self._verdict(attempt)}")
+    def program_finished(self, program: Program) -> None:
+        if program.samples > 1:
+            self._print(f"  program {program.sample}: {self._verdict(program)}")
             return
-        if attempt.code is None:
-            self._print(self._style(f"No code in the reply: {attempt.no_code_reason}", "33"))
-        elif attempt.refusal is not None:
-            self._print(self._style(attempt.refusal, "33"))
-        elif attempt.execution is not None and attempt.execution.error is not None:
-            self._print(self._style(attempt.execution.error.traceback.strip(), "31"))
-        elif attempt.off_target is not None:
-            self._print(self._style(f"The program {attempt.off_target}.", "33"))
-        elif attempt.correct is False:
+        if program.code is None:
+            self._print(self._style(f"No code in the reply: {program.no_code_reason}", "33"))
+        elif program.refusal is not None:
+            self._print(self._style(program.refusal, "33"))
+        elif program.execution is not None and program.execution.error is not None:
+            self._print(self._style(program.execution.error.traceback.strip(), "31"))
+        elif program.off_target is not None:
+            self._print(self._style(f"The program {program.off_target}.", "33"))
+        elif program.correct is False:
             self._print(self._style("The program ran but its answer is wrong.", "33"))
-        timing = f"model {attempt.generate_s:.1f} s, run {attempt.execute_s:.2f} s"
-        verdict = self._style("ok", "32") if attempt.good else self._style("failed", "31")
-        self._print(self._style(f"[attempt {attempt.index}: {verdict}; {timing}]", "2"))
+        timing = f"model {program.generate_s:.1f} s, run {program.execute_s:.2f} s"
+        verdict = self._style("ok", "32") if program.good else self._style("failed", "31")
+        self._print(self._style(f"[attempt {program.index}: {verdict}; {timing}]", "2"))
 
-    def _verdict(self, attempt: Attempt) -> str:
-        if attempt.good:
-            return self._style(attempt.answer or "(ran; printed nothing)", "32")
-        error = attempt.execution.error if attempt.execution else None
-        detail = f"{error.ename}: {error.evalue}" if error else (attempt.refusal or attempt.off_target or attempt.error_type or "failed")
+    def _verdict(self, program: Program) -> str:
+        if program.good:
+            return self._style(program.answer or "(ran; printed nothing)", "32")
+        error = program.execution.error if program.execution else None
+        detail = (f"{error.ename}: {error.evalue}" if error
+                  else (program.refusal or program.off_target or program.error_type or "failed"))
         return self._style(" ".join(str(detail).split())[:100], "31")
 
     def vote_taken(self, session: Session, vote: Vote) -> None:

@@ -3,7 +3,7 @@
 :func:`solve` is the one entry point that the ``%%pal`` magic, the CLI and the benchmark all
 call. It is a plain function over explicit collaborators (a model backend and a kernel pool),
 reports progress to an optional :class:`SolveObserver`, and returns a :class:`Session` holding
-a typed :class:`Attempt` for every program and the :class:`Vote` that chose the answer.
+a typed :class:`Program` for every program and the :class:`Vote` that chose the answer.
 
 Each round draws ``samples`` programs from one prompt in a single batched generation, runs
 each in its own fresh kernel, and takes a vote over their answers (PAL's self-consistency:
@@ -32,7 +32,7 @@ from . import data_look, reasoning, views
 from .extraction import extract_code, free_names, replaced_variables, replacement_started
 from .filters import NamedValue, named_values
 from .options import OPTIONS, Settings
-from .records import Attempt, DataLook, ProgramAnswer, PromptContext, SecondOpinion, Session, Vote, WeakVote
+from .records import Program, DataLook, ProgramAnswer, PromptContext, SecondOpinion, Session, Vote, WeakVote
 from .trace import TraceWriter
 from .vote import mark_off_target, read_answer, take_vote
 
@@ -55,11 +55,11 @@ class SolveObserver:
     """
 
     def session_started(self, session: Session) -> None: ...
-    def attempt_started(self, attempt: Attempt) -> None: ...
-    def token(self, attempt: Attempt, text: str) -> None: ...
-    def code_ready(self, attempt: Attempt) -> None: ...
-    def output(self, attempt: Attempt, output: dict[str, Any]) -> None: ...
-    def attempt_finished(self, attempt: Attempt) -> None: ...
+    def program_started(self, program: Program) -> None: ...
+    def token(self, program: Program, text: str) -> None: ...
+    def code_ready(self, program: Program) -> None: ...
+    def output(self, program: Program, output: dict[str, Any]) -> None: ...
+    def program_finished(self, program: Program) -> None: ...
     def vote_taken(self, session: Session, vote: Vote) -> None: ...
     def reasoning_started(self, session: Session, vote: Vote) -> None: ...
     def reasoning_token(self, session: Session, text: str) -> None: ...
@@ -186,8 +186,8 @@ def solve(
                 candidates, messages = _vote_round(session, round_, index, messages, settings, style, context_text)
             session.seconds = time.perf_counter() - start
             if writer is not None:
-                for attempt in candidates:
-                    _record(writer, session, attempt)
+                for program in candidates:
+                    _record(writer, session, program)
             observer.vote_taken(session, session.vote)
             if session.vote.winner is not None or any(a.good for a in candidates):
                 break
@@ -198,10 +198,10 @@ def solve(
             )
             repaired.append(basis.code)
     observer.session_finished(session)
-    if not any(a.code is not None for a in session.attempts):
+    if not any(a.code is not None for a in session.programs):
         raise NoCodeError(
-            f"The model wrote no Python code in {len(session.attempts)} program(s); "
-            f"last reply: {(session.attempts[-1].no_code_reason or '').rstrip('.')}. "
+            f"The model wrote no Python code in {len(session.programs)} program(s); "
+            f"last reply: {(session.programs[-1].no_code_reason or '').rstrip('.')}. "
             "Try rephrasing the question or a larger model."
         )
     return session
@@ -232,14 +232,14 @@ def _adjusted(settings: Settings, options: Mapping[str, Any]) -> Settings:
 
 
 def _vote_round(session: Session, round_: _Round, index: int, messages: list[dict[str, str]], settings: Settings,
-                style: str, context: str | None) -> tuple[list[Attempt], list[dict[str, str]]]:
+                style: str, context: str | None) -> tuple[list[Program], list[dict[str, str]]]:
     """A round of the vote method: ``samples`` sampled programs; while their vote is weak, the words
     answer first (``second_opinion``), a look at the data (``look``), then more programs up to
     ``max_programs``. Returns the round's programs and the prompt later rounds build on (with what
     the look printed, when there was one)."""
     question, variables, max_programs = session.question, round_.variables, settings.max_programs
     candidates = round_.run(index, messages, question)
-    session.attempts.extend(candidates)
+    session.programs.extend(candidates)
     session.vote = take_vote(candidates)
     if weak_vote(session.vote) and settings.second_opinion in ("words", "look") and not variables \
             and session.second_opinion is None and len(candidates) < max_programs:
@@ -259,30 +259,30 @@ def _vote_round(session: Session, round_: _Round, index: int, messages: list[dic
 
 
 def _careful_round(session: Session, round_: _Round, index: int, messages: list[dict[str, str]],
-                   context: str | None, style: str | None) -> list[Attempt]:
+                   context: str | None, style: str | None) -> list[Program]:
     """A round of the careful method (:mod:`.views`). The first: two independent greedy views (each
     program run as soon as it is written); when they do not agree, ``samples`` programs sampled
     from the first view's prompt join the vote. A repair round: one greedy correction of ``messages``."""
     if index > 1:
         candidates = round_.run(index, messages, session.question, count=1)
-        session.attempts.extend(candidates)
+        session.programs.extend(candidates)
         session.vote = take_vote(candidates)
         return candidates
     chosen = views.views_for(round_.variables, style)
-    programs = [view for view in chosen if view.writes_program]
-    candidates = [Attempt(index=1, kind="initial", messages=[], sample=i + 1, samples=len(programs), view=view.name)
-                  for i, view in enumerate(programs)]
+    program_views = [view for view in chosen if view.writes_program]
+    candidates = [Program(index=1, kind="initial", messages=[], sample=i + 1, samples=len(program_views),
+                          view=view.name) for i, view in enumerate(program_views)]
     words: ProgramAnswer | None = None
     for view in chosen:  # one after the other: the first answer shows early
         if not view.writes_program:
             words = _words_view(session, round_, context)
             continue
-        attempt = candidates[programs.index(view)]
-        attempt.messages = views.view_messages(view, session.question, round_.variables, context)
-        round_.observer.attempt_started(attempt)
-        round_.write(attempt, session.question)
-        session.attempts.append(attempt)
-    words_view = len(programs) < len(chosen)
+        program = candidates[program_views.index(view)]
+        program.messages = views.view_messages(view, session.question, round_.variables, context)
+        round_.observer.program_started(program)
+        round_.write(program, session.question)
+        session.programs.append(program)
+    words_view = len(program_views) < len(chosen)
     _join_round(session, round_, candidates, [], words, words_view=words_view)
     vote = session.vote
     agreed = vote is not None and vote.winner is not None and vote.votes == len(chosen)
@@ -315,7 +315,7 @@ def _words_view(session: Session, round_: _Round, context: str | None) -> Progra
     return answer
 
 
-def _more_programs(session: Session, round_: _Round, messages: list[dict[str, str]], candidates: list[Attempt],
+def _more_programs(session: Session, round_: _Round, messages: list[dict[str, str]], candidates: list[Program],
                    max_programs: int, start: float, how: str = "more") -> None:
     """Adaptive effort: a weak vote gets up to ``samples`` more programs from the same prompt (``how``
     "more"), or from one that adds a look at the data ("look"), which join its round (``candidates``,
@@ -354,7 +354,7 @@ def _look_output(session: Session) -> str | None:
     return session.data_look.output if session.data_look is not None else None
 
 
-def _reason_first(session: Session, round_: _Round, candidates: list[Attempt], start: float) -> None:
+def _reason_first(session: Session, round_: _Round, candidates: list[Program], start: float) -> None:
     """The second strategy for a weak vote (:mod:`.reasoning`): the model solves the question in
     words, greedily, then writes one program that follows its steps. The program joins the round
     (``candidates``, in place) and the words answer joins its vote; ``session.second_opinion``
@@ -372,28 +372,28 @@ def _reason_first(session: Session, round_: _Round, candidates: list[Attempt], s
         return
     seconds = time.perf_counter() - words_start
     session.weak_votes.append(weak)
-    program = round_.run(vote.round, reasoning.program_messages(session.question, words, _context_text(session)),
-                         session.question, drawn=len(candidates), count=1, kind="reasoned")
+    reasoned = round_.run(vote.round, reasoning.program_messages(session.question, words, _context_text(session)),
+                          session.question, drawn=len(candidates), count=1, kind="reasoned")
     opinion = SecondOpinion(vote.round, words.strip(), reasoning.read_words_answer(words), seconds,
-                            program[0].sample)
+                            reasoned[0].sample)
     session.second_opinion = opinion
-    _join_round(session, round_, candidates, program, opinion.answer)
+    _join_round(session, round_, candidates, reasoned, opinion.answer)
 
 
-def _join_round(session: Session, round_: _Round, candidates: list[Attempt], extra: list[Attempt],
+def _join_round(session: Session, round_: _Round, candidates: list[Program], extra: list[Program],
                 second_opinion: ProgramAnswer | None, words_view: bool = False) -> None:
     """Programs written after a weak vote join its round (``candidates``, extended in place, each
     renumbered "of N") and the round is tallied again, with the words answer when there is one
     (``words_view``: the words were one of the careful method's views)."""
-    session.attempts.extend(extra)
+    session.programs.extend(extra)
     candidates.extend(extra)
-    for attempt in candidates:
-        attempt.samples = len(candidates)
+    for program in candidates:
+        program.samples = len(candidates)
     round_.check(candidates, session.question)
     session.vote = take_vote(candidates, second_opinion, words_view)
 
 
-def repair_basis(candidates: Sequence[Attempt]) -> Attempt:
+def repair_basis(candidates: Sequence[Program]) -> Program:
     """The failed program of a round that is most worth repairing.
 
     A program that ran but answered in the wrong form is closest to right; then one that raised
@@ -434,37 +434,37 @@ class _Round:
         self.started = started  # when the question began (perf_counter): what WeakVote.seconds count from
 
     def run(self, index: int, messages: list[dict[str, str]], question: str, drawn: int = 0,
-            count: int | None = None, kind: str | None = None, sampled: bool = False) -> list[Attempt]:
+            count: int | None = None, kind: str | None = None, sampled: bool = False) -> list[Program]:
         """``count`` (default ``samples``) programs for round ``index``, numbered after the ``drawn``
         ones the round already has. A "reasoned" program (after a words answer) is written greedily;
         ``sampled`` ones (the careful method's after a disagreement) code-only, at its temperature."""
         kind = kind or ("initial" if index == 1 else "repair")
         count = self.samples if count is None else count
-        attempts = [
-            Attempt(index=index, kind=kind, messages=messages, sample=drawn + i + 1, samples=drawn + count)
+        programs = [
+            Program(index=index, kind=kind, messages=messages, sample=drawn + i + 1, samples=drawn + count)
             for i in range(count)
         ]
-        for attempt in attempts:
-            self.observer.attempt_started(attempt)
+        for program in programs:
+            self.observer.program_started(program)
         options = self._options(drawn, greedy=kind == "reasoned")
         if sampled:
             temperature = views.ESCALATION_TEMPERATURE if options.temperature is None else options.temperature
             options = dataclasses.replace(options, code_only=True, temperature=temperature)
         replies = generate_candidates(self.backend, messages, count, options,
-                                      on_token=lambda row, text: self.observer.token(attempts[row], text))
-        for attempt, reply in zip(attempts, replies):
-            self._read_reply(attempt, reply)
-        self._complete(attempts, question)
-        return attempts
+                                      on_token=lambda row, text: self.observer.token(programs[row], text))
+        for program, reply in zip(programs, replies):
+            self._read_reply(program, reply)
+        self._complete(programs, question)
+        return programs
 
-    def write(self, attempt: Attempt, question: str) -> None:
-        """One greedy, code-only program for ``attempt`` (a careful view: its ``messages`` are set), run
+    def write(self, program: Program, question: str) -> None:
+        """Write ``program`` greedily, code only (a careful view: its ``messages`` are set), and run it
         as soon as it is written."""
         options = dataclasses.replace(self._options(greedy=True), code_only=True)
-        reply = generate_candidates(self.backend, attempt.messages, 1, options,
-                                    on_token=lambda _row, text: self.observer.token(attempt, text))[0]
-        self._read_reply(attempt, reply)
-        self._complete([attempt], question)
+        reply = generate_candidates(self.backend, program.messages, 1, options,
+                                    on_token=lambda _row, text: self.observer.token(program, text))[0]
+        self._read_reply(program, reply)
+        self._complete([program], question)
 
     def write_words(self, session: Session, context: str | None) -> str:
         """The question worked out in words, greedily (:mod:`.reasoning`), streamed to the observer."""
@@ -474,24 +474,24 @@ class _Round:
         return generate_candidates(self.backend, asked, 1, options,
                                    on_token=lambda _row, text: self.observer.reasoning_token(session, text))[0].text
 
-    def _complete(self, attempts: list[Attempt], question: str) -> None:
-        """Run the programs of ``attempts``, read what they answered, check the answers against the
+    def _complete(self, programs: list[Program], question: str) -> None:
+        """Run the ``programs``, read what they answered, check the answers against the
         ``question`` (``off_target``) and write their feedback."""
-        self._execute([a for a in attempts if a.code is not None and a.refusal is None])
-        for attempt in attempts:
-            attempt.program_answer = read_answer(attempt.execution)
-        self.check(attempts, question)
-        for attempt in attempts:
-            self.observer.attempt_finished(attempt)
+        self._execute([a for a in programs if a.code is not None and a.refusal is None])
+        for program in programs:
+            program.program_answer = read_answer(program.execution)
+        self.check(programs, question)
+        for program in programs:
+            self.observer.program_finished(program)
 
-    def check(self, attempts: Sequence[Attempt], question: str) -> None:
+    def check(self, programs: Sequence[Program], question: str) -> None:
         """Mark the programs that gave no usable answer (``off_target``: seen together, since whether a
         table may answer depends on what the others printed) and write what each run said."""
-        mark_off_target(attempts, question, self.named)
-        for attempt in attempts:
-            if attempt.execution is not None:
-                attempt.feedback = prompts.execution_feedback(
-                    attempt.execution, attempt.correct, attempt.code, off_target=attempt.off_target
+        mark_off_target(programs, question, self.named)
+        for program in programs:
+            if program.execution is not None:
+                program.feedback = prompts.execution_feedback(
+                    program.execution, program.correct, program.code, off_target=program.off_target
                 )
 
     def _options(self, drawn: int = 0, greedy: bool = False) -> GenerationOptions:
@@ -509,37 +509,37 @@ class _Round:
             return options
         return dataclasses.replace(options, stop_when=lambda text: replacement_started(text, names) is not None)
 
-    def _read_reply(self, attempt: Attempt, reply: Generation) -> None:
-        attempt.completion = reply.text
-        attempt.prompt_tokens, attempt.completion_tokens = reply.prompt_tokens, reply.completion_tokens
-        attempt.generate_s, attempt.first_token_s = reply.seconds, reply.first_token_s
+    def _read_reply(self, program: Program, reply: Generation) -> None:
+        program.completion = reply.text
+        program.prompt_tokens, program.completion_tokens = reply.prompt_tokens, reply.completion_tokens
+        program.generate_s, program.first_token_s = reply.seconds, reply.first_token_s
         try:
             extracted = extract_code(reply.text)
         except NoCodeError as exc:
-            attempt.no_code_reason = str(exc)
-            attempt.feedback = "No Python code block was found in the reply."
+            program.no_code_reason = str(exc)
+            program.feedback = "No Python code block was found in the reply."
             return
-        attempt.code, attempt.explanation = extracted.code, extracted.explanation
+        program.code, program.explanation = extracted.code, extracted.explanation
         names = frozenset(self.variables)
-        replaced = replaced_variables(attempt.code, names)
+        replaced = replaced_variables(program.code, names)
         if not replaced and (started := replacement_started(reply.text, names)) is not None:
             replaced = [started]  # stopped as it began to replace the data: its code is unfinished
-        attempt.replaced = [r.name for r in replaced]
+        program.replaced = [r.name for r in replaced]
         if replaced and self.guard_data:
-            attempt.refusal = attempt.feedback = prompts.replaced_data_feedback(replaced)
+            program.refusal = program.feedback = prompts.replaced_data_feedback(replaced)
 
-    def _execute(self, runnable: list[Attempt]) -> None:
-        for attempt in runnable:
-            self.observer.code_ready(attempt)
-        programs = [(a.code or "", {**_used_from(self.namespace, a.code or ""), **self.variables}) for a in runnable]
-        results = self.pool.run_many(programs, on_output=lambda i, out: self.observer.output(runnable[i], out),
+    def _execute(self, runnable: list[Program]) -> None:
+        for program in runnable:
+            self.observer.code_ready(program)
+        jobs = [(a.code or "", {**_used_from(self.namespace, a.code or ""), **self.variables}) for a in runnable]
+        results = self.pool.run_many(jobs, on_output=lambda i, out: self.observer.output(runnable[i], out),
                                      limits=self.limits)
-        for attempt, result in zip(runnable, results):
+        for program, result in zip(runnable, results):
             if isinstance(result, KernelError):
                 raise result  # no kernel could start: not the program's fault, nothing to repair
-            attempt.execution, attempt.execute_s = result, result.duration_s
+            program.execution, program.execute_s = result, result.duration_s
             if self.checker is not None and result.ok:
-                attempt.correct = bool(self.checker(result))
+                program.correct = bool(self.checker(result))
 
 
 @contextlib.contextmanager
@@ -555,11 +555,11 @@ def _pool(pool: KernelPool | None, limits: ExecutorLimits | None) -> Iterator[Ke
         private.close()
 
 
-def _record(writer: TraceWriter, session: Session, attempt: Attempt) -> None:
+def _record(writer: TraceWriter, session: Session, program: Program) -> None:
     """Append to the trace; a full disk, a read-only path or text that cannot be encoded must not
     cost the user their answer."""
     try:
-        writer.write(session, attempt)
+        writer.write(session, program)
     except (OSError, ValueError) as exc:
         log.warning("Could not append to the trace %s: %s", writer.path, exc)
 

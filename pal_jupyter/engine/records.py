@@ -1,9 +1,9 @@
 """Typed records that flow through the repair loop, and their JSON form.
 
 ``ExecutionResult`` is what the kernel pool returns for one program run;
-``Attempt`` is one program (prompt -> completion -> code -> execution -> answer); the programs
+``Program`` is one program (prompt -> completion -> code -> execution -> answer); the programs
 drawn together from one prompt form a *round* and share its ``index``; ``Vote`` is the tally of
-a round's answers; ``Session`` is one question with all its attempts and the deciding vote. All
+a round's answers; ``Session`` is one question with all its programs and the deciding vote. All
 of them serialise to plain JSON via :func:`to_jsonable`.
 """
 
@@ -140,8 +140,8 @@ class Vote:
         """Who agrees on the winner, in words: 'the program and the answer worked out in words', '3 of
         5 programs' ..."""
         assert self.winner is not None
-        programs = "the program" if self.candidates == 1 else f"{self.winner.votes} of {self.candidates} programs"
-        return f"{programs} and the answer worked out in words" if self.words_view and self.winner.words else programs
+        who = "the program" if self.candidates == 1 else f"{self.winner.votes} of {self.candidates} programs"
+        return f"{who} and the answer worked out in words" if self.words_view and self.winner.words else who
 
     @property
     def agreeing(self) -> str:
@@ -152,7 +152,7 @@ class Vote:
 
 
 @dataclass
-class Attempt:
+class Program:
     """One program: prompt -> completion -> program -> run -> answer. A training example in waiting.
 
     The ``samples`` programs drawn together from one prompt form round ``index`` and are told
@@ -292,7 +292,7 @@ class Session:
     id: str
     question: str
     model: str
-    attempts: list[Attempt] = field(default_factory=list)
+    programs: list[Program] = field(default_factory=list)
     runtime: str = ""  # how the model ran, e.g. "llama.cpp (Q4_K_M GGUF, 2 threads)"
     started_at: str = ""  # ISO 8601, UTC
     seconds: float = 0.0
@@ -305,13 +305,13 @@ class Session:
     data_look: DataLook | None = None  # what a look at the data printed, when programs about it disagreed
     context: PromptContext | None = None  # what the model was shown before the question (a notebook's cells)
 
-    def round(self, index: int) -> list[Attempt]:
+    def round(self, index: int) -> list[Program]:
         """The candidates of round ``index``."""
-        return [a for a in self.attempts if a.index == index]
+        return [a for a in self.programs if a.index == index]
 
     @property
     def rounds(self) -> int:
-        return max((a.index for a in self.attempts), default=0)
+        return max((a.index for a in self.programs), default=0)
 
     @property
     def succeeded(self) -> bool:
@@ -319,10 +319,10 @@ class Session:
         return self.final is not None and self.final.good
 
     @property
-    def final(self) -> Attempt | None:
+    def final(self) -> Program | None:
         """The program to show and insert: the vote's winner (its shortest program), else a
         program of the last round that ran cleanly, else the last round's first program."""
-        if not self.attempts:
+        if not self.programs:
             return None
         last = self.round(self.rounds)
         if self.vote is not None and self.vote.winner is not None:
@@ -354,27 +354,27 @@ class Session:
 
     @property
     def tokens_per_second(self) -> float:
-        tokens = sum(a.completion_tokens for a in self.attempts)
+        tokens = sum(a.completion_tokens for a in self.programs)
         seconds = self.generate_seconds
         return tokens / seconds if seconds else 0.0
 
 
-def attempt_record(session: Session, attempt: Attempt) -> dict[str, Any]:
-    """The JSONL trace line for one attempt (self-contained: it repeats the question)."""
-    record = to_jsonable(attempt)
-    if attempt.execution is not None:
+def program_record(session: Session, program: Program) -> dict[str, Any]:
+    """The JSONL trace line for one program (self-contained: it repeats the question)."""
+    record = to_jsonable(program)
+    if program.execution is not None:
         # Images are large and carry nothing a text model learns from: keep their MIME type only.
         for bundle in record["execution"]["outputs"]:
             bundle["data"] = {k: (v if k.startswith("text/") else f"<{k} omitted>") for k, v in bundle["data"].items()}
-    vote = session.vote if session.vote is not None and session.vote.round == attempt.index else None
-    group = next((g for g in vote.groups if attempt.sample in g.samples), None) if vote else None
+    vote = session.vote if session.vote is not None and session.vote.round == program.index else None
+    group = next((g for g in vote.groups if program.sample in g.samples), None) if vote else None
     record.update(
         session_id=session.id,
         question=session.question,
         model=session.model,
-        answer=attempt.answer,
-        reward=attempt.reward,
-        error_type=attempt.error_type,
+        answer=program.answer,
+        reward=program.reward,
+        error_type=program.error_type,
         votes=group.votes if group else 0,  # programs of its round that gave the same answer
         won_vote=bool(vote and group is vote.winner),
         started_at=session.started_at,

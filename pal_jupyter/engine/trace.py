@@ -1,4 +1,4 @@
-"""Append-only JSONL traces of attempts: every attempt is a training example in waiting."""
+"""Append-only JSONL traces: one line per program, every program a training example in waiting."""
 
 from __future__ import annotations
 
@@ -9,11 +9,11 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from .records import Attempt, Session, attempt_record
+from .records import Program, Session, program_record
 
 
 class TraceWriter:
-    """Appends one JSON line per attempt to ``path``, flushed and fsynced per record.
+    """Appends one JSON line per program to ``path``, flushed and fsynced per record.
 
     A crash loses at most the line being written; :func:`read_trace` skips a torn last line.
     """
@@ -22,8 +22,8 @@ class TraceWriter:
         self.path = Path(path).expanduser()
         self._lock = threading.Lock()
 
-    def write(self, session: Session, attempt: Attempt) -> None:
-        record = attempt_record(session, attempt)
+    def write(self, session: Session, program: Program) -> None:
+        record = program_record(session, program)
         try:
             line = json.dumps(record, ensure_ascii=False, default=str)
             line.encode("utf-8")

@@ -44,7 +44,7 @@ from ..kernels import ExecutionResult
 from ..prompts.feedback import (DREW_NO_DATA, PRINTED_NOTHING, TABLE_FOR_NUMBER, ignores, ignores_period, no_value,
                                 number_for_name, too_many_bars)
 from .filters import NamedGroup, NamedPeriod, NamedValue, ignored_values
-from .records import NO_DATA_KEY, UNREAD_FIGURE_KEY, Attempt, ProgramAnswer, Session, Vote, VoteGroup, WeakVote
+from .records import NO_DATA_KEY, UNREAD_FIGURE_KEY, Program, ProgramAnswer, Session, Vote, VoteGroup, WeakVote
 
 _SERIES_FOOTER = re.compile(r"^(?:Name: .*, )?(?:Length: \d+, )?dtype: \w+$")
 _FRAME_FOOTER = re.compile(r"^\[\d+ rows x \d+ columns\]$")
@@ -136,7 +136,7 @@ def _table_key(text: str) -> str:
     return " ".join(rounded.split())
 
 
-def mark_off_target(attempts: Sequence[Attempt], question: str, named: Sequence[NamedValue] = ()) -> None:
+def mark_off_target(programs: Sequence[Program], question: str, named: Sequence[NamedValue] = ()) -> None:
     """Set ``off_target`` on programs that ran cleanly but gave no usable answer.
 
     A program that printed nothing, or a missing value (``nan``, ``None``), answered nothing. A
@@ -147,14 +147,14 @@ def mark_off_target(attempts: Sequence[Attempt], question: str, named: Sequence[
     never uses a value or a period of the data the question ``named`` (see :mod:`.filters`) computed
     over the wrong rows.
     """
-    some_number = any(a.program_answer is not None and a.program_answer.kind == "number" for a in attempts)
+    some_number = any(a.program_answer is not None and a.program_answer.kind == "number" for a in programs)
     tables_out = strictly_asks_for_number(question) or (some_number and asks_for_number(question))
     names_only = asks_for_name(question)
-    for attempt in attempts:
-        if attempt.ran_cleanly:
-            answer = attempt.program_answer
-            attempt.off_target = (_no_answer(answer, tables_out) or _number_for_name(answer, names_only)
-                                  or _ignores(attempt.code or "", named) or _ungrouped(attempt.execution, named))
+    for program in programs:
+        if program.ran_cleanly:
+            answer = program.program_answer
+            program.off_target = (_no_answer(answer, tables_out) or _number_for_name(answer, names_only)
+                                  or _ignores(program.code or "", named) or _ungrouped(program.execution, named))
 
 
 def _ungrouped(execution: ExecutionResult | None, named: Sequence[NamedValue]) -> str | None:
@@ -213,7 +213,7 @@ def _ignores(code: str, named: Sequence[NamedValue]) -> str | None:
 WORDS_WEIGHT = 1.0
 
 
-def take_vote(attempts: Sequence[Attempt], second_opinion: ProgramAnswer | None = None,
+def take_vote(programs: Sequence[Program], second_opinion: ProgramAnswer | None = None,
               words_view: bool = False) -> Vote:
     """Tally the answers of one round's candidates (``program_answer`` and ``off_target`` already set).
 
@@ -223,18 +223,18 @@ def take_vote(attempts: Sequence[Attempt], second_opinion: ProgramAnswer | None 
     alone, since it is not a program that could be inserted. With ``words_view`` the words were one
     of the careful method's views, and count as a voter in the agreement (:class:`Vote`).
     """
-    vote = Vote(round=attempts[0].index if attempts else 0, candidates=len(attempts), second_opinion=second_opinion,
+    vote = Vote(round=programs[0].index if programs else 0, candidates=len(programs), second_opinion=second_opinion,
                 words_view=words_view)
-    for attempt in attempts:
-        answer = attempt.program_answer
-        if answer is None or not attempt.good:
+    for program in programs:
+        answer = program.program_answer
+        if answer is None or not program.good:
             continue
-        length = len((attempt.code or "").strip())
+        length = len((program.code or "").strip())
         group = next((g for g in vote.groups if g.answer.same_as(answer)), None)
         if group is None:
             group = VoteGroup(answer, [], length)
             vote.groups.append(group)
-        group.samples.append(attempt.sample)
+        group.samples.append(program.sample)
         group.shortest = min(group.shortest, length)
     for group in vote.groups:
         group.words = second_opinion is not None and group.answer.same_as(second_opinion)

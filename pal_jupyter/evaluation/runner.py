@@ -191,8 +191,8 @@ def run_benchmark(
 def fill(result: QuestionResult, session: Session) -> None:
     """Score one session against the reference."""
     expected = result.expected
-    first, final = session.attempts[0], session.final
-    right = [is_correct(a.program_answer, a.execution, expected) for a in session.attempts]
+    first, final = session.programs[0], session.final
+    right = [is_correct(a.program_answer, a.execution, expected) for a in session.programs]
     result.first_answer = first.answer
     result.first_correct = right[0]
     result.any_correct = any(right)
@@ -203,11 +203,11 @@ def fill(result: QuestionResult, session: Session) -> None:
         result.votes, result.candidates = session.vote.votes, session.vote.candidates
         result.agreement = session.agreement
     result.confidence = session.confidence
-    result.programs = len(session.attempts)
-    result.programs_ran = sum(a.ran_cleanly for a in session.attempts)
+    result.programs = len(session.programs)
+    result.programs_ran = sum(a.ran_cleanly for a in session.programs)
     result.first_round_ran = sum(a.ran_cleanly for a in session.round(1) if a.sample <= session.samples)
-    result.answered = any(a.ran_cleanly for a in session.attempts)
-    result.replaced_data = sum(bool(a.replaced) for a in session.attempts)
+    result.answered = any(a.ran_cleanly for a in session.programs)
+    result.replaced_data = sum(bool(a.replaced) for a in session.programs)
     result.answer_from_replaced = bool(final is not None and final.replaced and session.succeeded)
     result.rounds = session.rounds
     result.more_programs = sum(w.more for w in session.weak_votes if w.how == "more")
@@ -224,9 +224,9 @@ def fill(result: QuestionResult, session: Session) -> None:
         reasoned = next((a for a in session.round(opinion.round) if a.sample == opinion.program), None)
         if reasoned is not None:  # the careful method's words view writes no program after the words
             result.reasoned_correct = is_correct(reasoned.program_answer, reasoned.execution, expected)
-    result.error_types = [a.error_type for a in session.attempts if a.error_type]
+    result.error_types = [a.error_type for a in session.programs if a.error_type]
     result.seconds = session.seconds
-    result.completion_tokens = sum(a.completion_tokens for a in session.attempts)
+    result.completion_tokens = sum(a.completion_tokens for a in session.programs)
     result.generate_s = session.generate_seconds
     result.first_token_s = first.first_token_s
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from ..engine.console import ConsoleObserver
 from ..engine.loop import SolveObserver
-from ..engine.records import Attempt, Session
+from ..engine.records import Program, Session
 from ..errors import PalError
 from .runtime import NotebookRuntime, Request
 from .session_html import summary_text
@@ -46,9 +46,9 @@ def _view(runtime: NotebookRuntime, request: Request) -> SolveObserver | None:
     if getattr(runtime.shell, "kernel", None) is None:  # terminal IPython: no widgets
         return ConsoleObserver()
 
-    def insert(session: Session, attempt: Attempt) -> None:
+    def insert(session: Session, program: Program) -> None:
         """A widget's "Insert this program" button: that widget's session, that program."""
-        runtime.insert(session, request.origin, attempt, allow_payload=False)
+        runtime.insert(session, request.origin, program, allow_payload=False)
 
     view = PalWidget(request.question, model=request.settings.model, on_insert=insert)
     view.show()

@@ -23,7 +23,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from ..engine.records import Attempt, Session
+from ..engine.records import Program, Session
 from ..engine.vote import second_opinion_note
 
 log = logging.getLogger(__name__)
@@ -99,43 +99,43 @@ class Insertion:
     request_id: str | None = None
 
 
-def cell_source(session: Session, attempt: Attempt | None = None) -> str:
-    """The program of ``attempt`` (default: the session's final one, the vote's winner) with a
-    header naming the question, the attempt, the vote and any doubt."""
-    attempt = attempt or session.final
-    assert attempt is not None, "a session without attempts has no program"
+def cell_source(session: Session, program: Program | None = None) -> str:
+    """The ``program`` (default: the session's final one, the vote's winner) with a
+    header naming the question, the round, the vote and any doubt."""
+    program = program or session.final
+    assert program is not None, "a session without programs has none to insert"
     question = " ".join(session.question.split())
     if len(question) > 100:
         question = question[:97] + "..."
-    program = f", program {attempt.sample} of {attempt.samples}" if attempt.samples > 1 else ""
-    header = [f"# %%pal: {question}", f"# attempt {attempt.index} of {session.rounds}{program}, model {session.model}"]
+    which = f", program {program.sample} of {program.samples}" if program.samples > 1 else ""
+    header = [f"# %%pal: {question}", f"# attempt {program.index} of {session.rounds}{which}, model {session.model}"]
     vote = session.vote
-    if attempt is session.final and vote is not None and vote.candidates > 1 and vote.winner is not None:
+    if program is session.final and vote is not None and vote.candidates > 1 and vote.winner is not None:
         header.append(f"# {vote.tally} on {vote.winner.answer.text}")
         if second_opinion_note(vote):
             header.append(f"# {second_opinion_note(vote)}")
         if session.confidence == "low":
             header.append("# NOT SURE: the programs disagreed; check this one before relying on it.")
-    if not attempt.good:
-        problem = attempt.error_type or "it did not run cleanly"
+    if not program.good:
+        problem = program.error_type or "it did not run cleanly"
         header.append(f"# WARNING: this program did not work ({problem}); check it before relying on it.")
-    return "\n".join(header) + "\n" + (attempt.code or "# (the model wrote no code)") + "\n"
+    return "\n".join(header) + "\n" + (program.code or "# (the model wrote no code)") + "\n"
 
 
-def cell_metadata(session: Session, origin_cell_id: str | None, attempt: Attempt | None = None) -> dict[str, Any]:
-    attempt = attempt or session.final
-    assert attempt is not None
+def cell_metadata(session: Session, origin_cell_id: str | None, program: Program | None = None) -> dict[str, Any]:
+    program = program or session.final
+    assert program is not None
     return {
         "pal_jupyter": {
             "origin_cell_id": origin_cell_id,
             "session_id": session.id,
-            "attempt": attempt.index,
+            "attempt": program.index,
             "attempts": session.rounds,
-            "program": attempt.sample,
-            "programs": attempt.samples,
-            "agreement": session.agreement if attempt is session.final else None,
+            "program": program.sample,
+            "programs": program.samples,
+            "agreement": session.agreement if program is session.final else None,
             "model": session.model,
-            "succeeded": attempt.good,
+            "succeeded": program.good,
             "question": session.question,
         }
     }
@@ -147,12 +147,12 @@ def insert_program(
     session: Session,
     origin_cell_id: str | None,
     *,
-    attempt: Attempt | None = None,
+    program: Program | None = None,
     run: bool = False,
     allow_payload: bool = True,
 ) -> Insertion:
-    """Insert (or replace) the cell for ``session``'s final program, or for ``attempt``."""
-    source = cell_source(session, attempt)
+    """Insert (or replace) the cell for ``session``'s final program, or for ``program``."""
+    source = cell_source(session, program)
     if link is not None and origin_cell_id and link.available:
         request_id = uuid.uuid4().hex[:8]
         sent = link.send(
@@ -160,7 +160,7 @@ def insert_program(
                 "action": "insert",
                 "source": source,
                 "origin_cell_id": origin_cell_id,
-                "metadata": cell_metadata(session, origin_cell_id, attempt),
+                "metadata": cell_metadata(session, origin_cell_id, program),
                 "run": run,
                 "request_id": request_id,
             }

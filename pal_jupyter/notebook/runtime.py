@@ -24,7 +24,7 @@ from ..classroom.policy import TeacherPolicy
 from ..engine.isolation import fallback_note
 from ..engine.loop import SolveObserver, solve
 from ..engine.options import OPTIONS, Settings
-from ..engine.records import Attempt, Session
+from ..engine.records import Program, Session
 from ..engine.trace import TraceWriter, default_trace_path
 from ..errors import PalError, PolicyError, SettingError
 from ..kernels import KernelPool
@@ -258,12 +258,12 @@ class NotebookRuntime:
                      variables=request.variables, namespace=request.namespace, trace=self.trace_writer(), observer=observer,
                      context=context)
 
-    def insert(self, session: Session, origin: str | None, attempt: Attempt | None = None, *, run: bool = False,
+    def insert(self, session: Session, origin: str | None, program: Program | None = None, *, run: bool = False,
                allow_payload: bool = True) -> cells.Insertion:
         """Put a program of ``session`` into the cell below ``origin``; ``run`` it where no extension can."""
-        insertion = cells.insert_program(self.shell, self.link, session, origin, attempt=attempt, run=run,
+        insertion = cells.insert_program(self.shell, self.link, session, origin, program=program, run=run,
                                          allow_payload=allow_payload)
         if run and insertion.route != "extension":
             # No extension to run the new cell: run the program here, visibly, in this cell.
-            self.shell.run_cell(cells.cell_source(session, attempt), store_history=False)
+            self.shell.run_cell(cells.cell_source(session, program), store_history=False)
         return insertion

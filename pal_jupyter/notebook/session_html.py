@@ -11,7 +11,7 @@ from __future__ import annotations
 import html
 from typing import Any
 
-from ..engine.records import Attempt, DataLook, PromptContext, Session, Vote
+from ..engine.records import Program, DataLook, PromptContext, Session, Vote
 from ..engine.vote import doubt_message, effort_note, more_programs_reason, reasoning_reason, second_opinion_note
 from ..prompts import context_block
 
@@ -49,33 +49,33 @@ def highlight(code: str) -> str:
     return pyg_highlight(code, PythonLexer(), HtmlFormatter(noclasses=True, style="default"))
 
 
-def attempt_status(attempt: Attempt) -> str:
-    if attempt.code is None:
+def program_status(program: Program) -> str:
+    if program.code is None:
         return "no code in the reply"
-    if attempt.refusal is not None:
+    if program.refusal is not None:
         return "not run: it replaced your data"
-    if attempt.execution is None:
+    if program.execution is None:
         return "running ..."
-    verdict = ("worked" if attempt.answer is None else f"answer {attempt.answer}") if attempt.good \
-        else (attempt.error_type or "failed")
-    return f"{verdict} (model {attempt.generate_s:.1f} s, run {attempt.execute_s:.2f} s)"
+    verdict = ("worked" if program.answer is None else f"answer {program.answer}") if program.good \
+        else (program.error_type or "failed")
+    return f"{verdict} (model {program.generate_s:.1f} s, run {program.execute_s:.2f} s)"
 
 
-def _finished(attempt: Attempt) -> bool:
-    return attempt.execution is not None or attempt.no_code_reason is not None or attempt.refusal is not None
+def _finished(program: Program) -> bool:
+    return program.execution is not None or program.no_code_reason is not None or program.refusal is not None
 
 
-def attempt_title(attempt: Attempt) -> str:
+def attempt_title(program: Program) -> str:
     """The accordion title of a round: 'Attempt 1: program' / 'Attempt 2: repair · 5 programs'."""
-    kind = "program" if attempt.kind == "initial" else "repair"
-    if attempt.samples > 1:
-        kind += f" · {attempt.samples} programs"
-    mark = ("✓ " if attempt.good else "✗ ") if _finished(attempt) else ""  # no verdict while written or run
-    return f"{mark}Attempt {attempt.index}: {kind}"
+    kind = "program" if program.kind == "initial" else "repair"
+    if program.samples > 1:
+        kind += f" · {program.samples} programs"
+    mark = ("✓ " if program.good else "✗ ") if _finished(program) else ""  # no verdict while written or run
+    return f"{mark}Attempt {program.index}: {kind}"
 
 
-def round_title(attempts: list[Attempt], vote: Vote | None) -> str:
-    first = attempts[0]
+def round_title(programs: list[Program], vote: Vote | None) -> str:
+    first = programs[0]
     if first.samples == 1:
         return attempt_title(first)
     kind = "programs" if first.kind == "initial" else "repairs"
@@ -85,13 +85,13 @@ def round_title(attempts: list[Attempt], vote: Vote | None) -> str:
     return f"{mark}Attempt {first.index}: {first.samples} {kind} · {vote.tally}"
 
 
-def candidate_title(attempt: Attempt) -> str:
+def candidate_title(program: Program) -> str:
     """A candidate's tab: '3 ✓ 150' / '2 ✗ NameError' / '4 …' while it is written."""
-    if not _finished(attempt):
-        return f"{attempt.sample} …"
-    if attempt.good:
-        return f"{attempt.sample} ✓ {_short(attempt.answer or 'ran')}"
-    return f"{attempt.sample} ✗ {attempt.error_type or 'failed'}"
+    if not _finished(program):
+        return f"{program.sample} …"
+    if program.good:
+        return f"{program.sample} ✓ {_short(program.answer or 'ran')}"
+    return f"{program.sample} ✗ {program.error_type or 'failed'}"
 
 
 def _short(text: str, limit: int = 14) -> str:
@@ -147,10 +147,10 @@ def summary_text(session: Session | None, question: str, status: str) -> str:
             lines.append(second_opinion_note(session.vote))
     lines.append(status)
     if session is not None:
-        for attempt in session.attempts:
-            lines.append(f"  {attempt.label}: {attempt_status(attempt)}")
-            if attempt.explanation and attempt.sample == 1:
-                lines.append(f"    explanation: {attempt.explanation}")
+        for program in session.programs:
+            lines.append(f"  {program.label}: {program_status(program)}")
+            if program.explanation and program.sample == 1:
+                lines.append(f"    explanation: {program.explanation}")
         final = session.final
         if final is not None and final.code:
             lines += ["", final.code]
@@ -164,10 +164,11 @@ def summary_html(session: Session | None, question: str, status: str, finished: 
     if session is not None:
         parts.append(tally_html(session))
     for index in range(1, (session.rounds if session else 0) + 1):
-        attempts = session.round(index)  # type: ignore[union-attr]
+        programs = session.round(index)  # type: ignore[union-attr]
         vote = session.vote if session.vote is not None and session.vote.round == index else None  # type: ignore[union-attr]
         is_last = index == session.rounds  # type: ignore[union-attr]
-        parts.append(f"<details {'open' if is_last else ''}><summary>{html.escape(round_title(attempts, vote))}</summary>")
+        title = html.escape(round_title(programs, vote))
+        parts.append(f"<details {'open' if is_last else ''}><summary>{title}</summary>")
         parts += [f"<div class='pal-status'>{html.escape(effort_note(weak))}</div>"
                   for weak in session.weak_votes if weak.round == index]  # type: ignore[union-attr]
         look = session.data_look  # type: ignore[union-attr]
@@ -178,15 +179,15 @@ def summary_html(session: Session | None, question: str, status: str, finished: 
             if vote is not None and second_opinion_note(vote):
                 parts.append(f"<div class='pal-status'>{html.escape(second_opinion_note(vote))}</div>")
             parts.append(reasoning_html(opinion.text))
-        for attempt in attempts:
-            if attempt.samples > 1:
-                opened = "open" if attempt is session.final else ""  # type: ignore[union-attr]
-                parts.append(f"<details {opened} class='pal-candidate'><summary>Program {attempt.sample}: "
-                             f"<span class='pal-status'>{html.escape(attempt_status(attempt))}</span></summary>")
+        for program in programs:
+            if program.samples > 1:
+                opened = "open" if program is session.final else ""  # type: ignore[union-attr]
+                parts.append(f"<details {opened} class='pal-candidate'><summary>Program {program.sample}: "
+                             f"<span class='pal-status'>{html.escape(program_status(program))}</span></summary>")
             else:
-                parts.append(f"<div class='pal-status'>{html.escape(attempt_status(attempt))}</div>")
-            parts.append(_attempt_body_html(attempt))
-            if attempt.samples > 1:
+                parts.append(f"<div class='pal-status'>{html.escape(program_status(program))}</div>")
+            parts.append(_program_body_html(program))
+            if program.samples > 1:
                 parts.append("</details>")
         parts.append("</details>")
     return "\n".join(parts)
@@ -215,17 +216,17 @@ def data_look_html(look: DataLook) -> str:
             f"<pre class='pal-stream'>{html.escape(look.output.strip())}</pre></details>")
 
 
-def _attempt_body_html(attempt: Attempt) -> str:
-    parts = [explanation_html(attempt)]
-    if attempt.code:
-        parts.append(f"<div class='pal-code'>{highlight(attempt.code)}</div>")
-    if attempt.execution is not None:
-        text = attempt.execution.stdout + attempt.execution.stderr
+def _program_body_html(program: Program) -> str:
+    parts = [explanation_html(program)]
+    if program.code:
+        parts.append(f"<div class='pal-code'>{highlight(program.code)}</div>")
+    if program.execution is not None:
+        text = program.execution.stdout + program.execution.stderr
         if text.strip():
             parts.append(f"<pre class='pal-stream'>{html.escape(text)}</pre>")
-        for bundle in attempt.execution.outputs:
+        for bundle in program.execution.outputs:
             parts.append(_bundle_html(bundle))
-    parts.append(error_html(attempt))
+    parts.append(error_html(program))
     return "\n".join(parts)
 
 
@@ -235,27 +236,28 @@ def status_html(session: Session | None, status: str, finished: bool = True) -> 
         return (f"<div class='{css}'>Answer: {html.escape(session.answer)}</div>{doubt_html(session)}"
                 f"<div class='pal-status'>{html.escape(status)}</div>")
     # Failure styling only once the question is over: a repair in progress is not a failure.
-    css = "pal-failed" if finished and session is not None and session.attempts and not session.succeeded else "pal-status"
+    failed = finished and session is not None and bool(session.programs) and not session.succeeded
+    css = "pal-failed" if failed else "pal-status"
     return f"<div class='{css}'>{html.escape(status)}</div>"
 
 
-def explanation_html(attempt: Attempt) -> str:
-    if not attempt.explanation:
+def explanation_html(program: Program) -> str:
+    if not program.explanation:
         return ""
-    return f"<div class='pal-explanation'><b>What went wrong:</b> {html.escape(attempt.explanation)}</div>"
+    return f"<div class='pal-explanation'><b>What went wrong:</b> {html.escape(program.explanation)}</div>"
 
 
-def error_html(attempt: Attempt) -> str:
-    if attempt.code is None:
-        return f"<pre class='pal-error'>{html.escape(attempt.no_code_reason or 'No code in the reply.')}</pre>"
-    if attempt.refusal is not None:
-        return f"<pre class='pal-error'>{html.escape(attempt.refusal)}</pre>"
-    error = attempt.execution.error if attempt.execution else None
+def error_html(program: Program) -> str:
+    if program.code is None:
+        return f"<pre class='pal-error'>{html.escape(program.no_code_reason or 'No code in the reply.')}</pre>"
+    if program.refusal is not None:
+        return f"<pre class='pal-error'>{html.escape(program.refusal)}</pre>"
+    error = program.execution.error if program.execution else None
     if error is not None:
         return f"<pre class='pal-error'>{html.escape(error.traceback or error.ename + ': ' + error.evalue)}</pre>"
-    if attempt.off_target is not None:
-        return f"<pre class='pal-error'>The program {html.escape(attempt.off_target)}.</pre>"
-    if attempt.correct is False:
+    if program.off_target is not None:
+        return f"<pre class='pal-error'>The program {html.escape(program.off_target)}.</pre>"
+    if program.correct is False:
         return "<pre class='pal-error'>The program ran, but its answer is not correct.</pre>"
     return ""
 

@@ -36,9 +36,9 @@ class _Progress(SolveObserver):
     def __init__(self, widget: TutorWidget | None):
         self.widget = widget
 
-    def attempt_started(self, attempt: Any) -> None:
-        if self.widget is not None and attempt.index > 1:
-            self.widget.set_status(f"checking that I can solve it myself (attempt {attempt.index}) ...")
+    def program_started(self, program: Any) -> None:
+        if self.widget is not None and program.index > 1:
+            self.widget.set_status(f"checking that I can solve it myself (attempt {program.index}) ...")
 
 
 def run_tutor(runtime: NotebookRuntime, request: Request) -> None:
@@ -70,9 +70,9 @@ def run_tutor(runtime: NotebookRuntime, request: Request) -> None:
         if widget is not None:
             widget.set_status(str(exc))
         raise
-    for attempt in session.attempts:
-        log.attempt(question_id, error_type=attempt.error_type, succeeded=attempt.good,
-                    seconds=round(attempt.generate_s + attempt.execute_s, 2), details={"by": "tutor"})
+    for program in session.programs:
+        log.attempt(question_id, error_type=program.error_type, succeeded=program.good,
+                    seconds=round(program.generate_s + program.execute_s, 2), details={"by": "tutor"})
     plan.question_id, plan.origin, plan.widget, plan.started = question_id, request.origin, widget, time.time()
     runtime.tutor_plan = plan
     if widget is not None:

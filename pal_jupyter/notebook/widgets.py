@@ -20,9 +20,9 @@ from collections.abc import Callable
 from typing import Any
 
 from ..engine.loop import SolveObserver
-from ..engine.records import Attempt, DataLook, Session, Vote
+from ..engine.records import Program, DataLook, Session, Vote
 from ..engine.vote import more_programs_reason, reasoning_reason, second_opinion_note
-from .session_html import (STYLE, attempt_status, attempt_title, candidate_title, context_html, data_look_html,
+from .session_html import (STYLE, program_status, attempt_title, candidate_title, context_html, data_look_html,
                            error_html, explanation_html, highlight, reasoning_html, round_title, status_html,
                            summary_html, summary_text, tally_html)
 
@@ -50,13 +50,13 @@ class LiveDisplay:
             self._display.update(self.mimebundle(), raw=True)
 
 
-class _AttemptPage:
+class _ProgramPage:
     """The widgets of one program: status, explanation, streamed tokens, code, output, error."""
 
-    def __init__(self, attempt: Attempt, on_insert: Callable[[Attempt], None] | None):
+    def __init__(self, program: Program, on_insert: Callable[[Program], None] | None):
         import ipywidgets as w
 
-        self.attempt = attempt
+        self.program = program
         self.status = w.HTML(f"<span class='pal-status'>{html.escape('the model is writing ...')}</span>")
         self.explanation = w.HTML()
         self.stream = w.HTML()
@@ -64,10 +64,10 @@ class _AttemptPage:
         self.output = w.Output()
         self.error = w.HTML()
         # The default button width (148 px) cuts the label to "Insert this atte..."
-        label = "Insert this program" if attempt.samples > 1 else "Insert this attempt"
+        label = "Insert this program" if program.samples > 1 else "Insert this attempt"
         self.insert = w.Button(description=label, icon="plus", layout=w.Layout(display="none", width="max-content"))
         if on_insert is not None:
-            self.insert.on_click(lambda _button: on_insert(self.attempt))
+            self.insert.on_click(lambda _button: on_insert(self.program))
         self.box = w.VBox([self.status, self.explanation, self.stream, self.code, self.output, self.error, self.insert])
         self.box.add_class("pal-program")
         self.tokens: list[str] = []
@@ -87,11 +87,11 @@ class _AttemptPage:
 class _RoundPage:
     """One accordion page: a lone program's page, or a tab per candidate under the round's tally."""
 
-    def __init__(self, first: Attempt):
+    def __init__(self, first: Program):
         import ipywidgets as w
 
         self.index = first.index
-        self.pages: dict[int, _AttemptPage] = {}
+        self.pages: dict[int, _ProgramPage] = {}
         self.tabs = w.Tab(children=[]) if first.samples > 1 else None
         self.notes = w.HTML()  # why the round grew: "only 1 of 5 programs agree (on 60): writing 5 more"
         self.reasoning = w.HTML()  # the answer worked out in words, streamed (engine.reasoning)
@@ -109,17 +109,17 @@ class _RoundPage:
     def note(self, text: str) -> None:
         self.notes.value += f"<div class='pal-status'>{html.escape(text)}</div>"
 
-    def add(self, page: _AttemptPage) -> None:
-        self.pages[page.attempt.sample] = page
+    def add(self, page: _ProgramPage) -> None:
+        self.pages[page.program.sample] = page
         if self.tabs is None:
             self.box.children = [page.box]
             return
         self.tabs.children = [*self.tabs.children, page.box]
-        self.tabs.set_title(len(self.tabs.children) - 1, candidate_title(page.attempt))
+        self.tabs.set_title(len(self.tabs.children) - 1, candidate_title(page.program))
 
-    def retitle(self, attempt: Attempt) -> None:
+    def retitle(self, program: Program) -> None:
         if self.tabs is not None:
-            self.tabs.set_title(attempt.sample - 1, candidate_title(attempt))
+            self.tabs.set_title(program.sample - 1, candidate_title(program))
 
 
 class PalWidget(LiveDisplay, SolveObserver):
@@ -129,7 +129,7 @@ class PalWidget(LiveDisplay, SolveObserver):
     question it shows, however many questions were asked since.
     """
 
-    def __init__(self, question: str, *, model: str = "", on_insert: Callable[[Session, Attempt], None] | None = None):
+    def __init__(self, question: str, *, model: str = "", on_insert: Callable[[Session, Program], None] | None = None):
         import ipywidgets as w
 
         self.question = question
@@ -147,7 +147,7 @@ class PalWidget(LiveDisplay, SolveObserver):
         self._render_header()
 
     @property
-    def pages(self) -> list[_AttemptPage]:
+    def pages(self) -> list[_ProgramPage]:
         """Every program's page, in order."""
         return [page for round_ in self.rounds for page in round_.pages.values()]
 
@@ -180,8 +180,8 @@ class PalWidget(LiveDisplay, SolveObserver):
             + context + status_html(self.session, self.status, self.finished) + tally
         )
 
-    def _page(self, attempt: Attempt) -> _AttemptPage:
-        return self.rounds[attempt.index - 1].pages[attempt.sample]
+    def _page(self, program: Program) -> _ProgramPage:
+        return self.rounds[program.index - 1].pages[program.sample]
 
     # ------------------------------------------------------------------ observer
 
@@ -194,55 +194,55 @@ class PalWidget(LiveDisplay, SolveObserver):
                     else "a program, then will work the question out in words to check it")
         self.set_status(f"the model is writing {what} ...")
 
-    def attempt_started(self, attempt: Attempt) -> None:
-        if attempt.sample == 1:
-            round_ = _RoundPage(attempt)
+    def program_started(self, program: Program) -> None:
+        if program.sample == 1:
+            round_ = _RoundPage(program)
             self.rounds.append(round_)
             self.accordion.children = [*self.accordion.children, round_.box]
-            self.accordion.set_title(len(self.rounds) - 1, round_title([attempt], None))
+            self.accordion.set_title(len(self.rounds) - 1, round_title([program], None))
             self.accordion.selected_index = len(self.rounds) - 1
-            if attempt.index > 1:
-                what = "" if attempt.samples == 1 else f" ({attempt.samples} programs)"
-                self.set_status(f"attempt {attempt.index}: the model is explaining the error and repairing{what} ...")
+            if program.index > 1:
+                what = "" if program.samples == 1 else f" ({program.samples} programs)"
+                self.set_status(f"attempt {program.index}: the model is explaining the error and repairing{what} ...")
         on_insert = (lambda chosen, session=self.session: self.on_insert(session, chosen)) if self.on_insert else None
-        self.rounds[-1].add(_AttemptPage(attempt, on_insert))
+        self.rounds[-1].add(_ProgramPage(program, on_insert))
 
-    def token(self, attempt: Attempt, text: str) -> None:
-        self._page(attempt).add_token(text)
+    def token(self, program: Program, text: str) -> None:
+        self._page(program).add_token(text)
 
-    def code_ready(self, attempt: Attempt) -> None:
-        page = self._page(attempt)
+    def code_ready(self, program: Program) -> None:
+        page = self._page(program)
         page.refresh_stream()
         page.stream.layout.display = "none"  # the highlighted program replaces the raw stream
-        if attempt.explanation:
-            page.explanation.value = explanation_html(attempt)
-        page.code.value = f"<div class='pal-code'>{highlight(attempt.code or '')}</div>"
+        if program.explanation:
+            page.explanation.value = explanation_html(program)
+        page.code.value = f"<div class='pal-code'>{highlight(program.code or '')}</div>"
         page.status.value = "<span class='pal-status'>running in a fresh child kernel ...</span>"
-        what = "the program" if attempt.samples == 1 else f"{attempt.samples} programs, each in its own kernel"
-        self.set_status(f"attempt {attempt.index}: running {what} ...")
+        what = "the program" if program.samples == 1 else f"{program.samples} programs, each in its own kernel"
+        self.set_status(f"attempt {program.index}: running {what} ...")
 
-    def output(self, attempt: Attempt, output: dict[str, Any]) -> None:
+    def output(self, program: Program, output: dict[str, Any]) -> None:
         # Appending output dicts (not `with out:`) works from any thread and keeps MIME types.
         kind = output.get("output_type")
         if kind == "error":
             return  # shown below, cleaned, in the error box
         if kind == "clear_output":  # the program's clear_output, or a redraw of an updated display
-            self._page(attempt).output.outputs = tuple(output.get("shown", ()))
+            self._page(program).output.outputs = tuple(output.get("shown", ()))
             return
-        self._page(attempt).output.outputs += (output,)
+        self._page(program).output.outputs += (output,)
 
-    def attempt_finished(self, attempt: Attempt) -> None:
-        page = self._page(attempt)
-        if attempt.code is None or attempt.refusal is not None:
+    def program_finished(self, program: Program) -> None:
+        page = self._page(program)
+        if program.code is None or program.refusal is not None:
             page.refresh_stream()
-            if attempt.code is not None:
+            if program.code is not None:
                 page.stream.layout.display = "none"
-                page.code.value = f"<div class='pal-code'>{highlight(attempt.code)}</div>"
-        page.status.value = f"<span class='pal-status'>{html.escape(attempt_status(attempt))}</span>"
-        page.error.value = error_html(attempt)
-        self.rounds[attempt.index - 1].retitle(attempt)
-        if attempt.samples == 1:
-            self.accordion.set_title(attempt.index - 1, attempt_title(attempt))
+                page.code.value = f"<div class='pal-code'>{highlight(program.code)}</div>"
+        page.status.value = f"<span class='pal-status'>{html.escape(program_status(program))}</span>"
+        page.error.value = error_html(program)
+        self.rounds[program.index - 1].retitle(program)
+        if program.samples == 1:
+            self.accordion.set_title(program.index - 1, attempt_title(program))
         self._refresh_fallback()
 
     def vote_taken(self, session: Session, vote: Vote) -> None:
@@ -251,9 +251,9 @@ class PalWidget(LiveDisplay, SolveObserver):
             round_.add_reasoning("", final=True)
             if second_opinion_note(vote):
                 round_.note(second_opinion_note(vote))
-        attempts = session.round(vote.round)
-        if attempts[0].samples > 1:  # the tally itself is shown once, in the header
-            self.accordion.set_title(vote.round - 1, round_title(attempts, vote))
+        programs = session.round(vote.round)
+        if programs[0].samples > 1:  # the tally itself is shown once, in the header
+            self.accordion.set_title(vote.round - 1, round_title(programs, vote))
             if vote.winner is not None and round_.tabs is not None and session.final is not None:
                 round_.tabs.selected_index = session.final.sample - 1  # show the program that is inserted
 
@@ -300,4 +300,4 @@ class PalWidget(LiveDisplay, SolveObserver):
 
     def enable_insert_buttons(self, enabled: bool) -> None:
         for page in self.pages:
-            page.insert.layout.display = "" if enabled and self.on_insert and page.attempt.code else "none"
+            page.insert.layout.display = "" if enabled and self.on_insert and page.program.code else "none"

@@ -3,7 +3,7 @@
 :func:`execution_feedback` is the feedback of the repair prompt (:mod:`.repairs`), of the trace and
 of the training examples (:mod:`.training`): the traceback (with Python's own "Did you mean" for a
 misspelt name, which IPython's tracebacks omit), or for a program that ran but gave no usable answer
-(``Attempt.off_target``, one of the phrases below, chosen by :mod:`pal_jupyter.engine.vote`) what to
+(``Program.off_target``, one of the phrases below, chosen by :mod:`pal_jupyter.engine.vote`) what to
 do instead.
 """
 
@@ -17,7 +17,7 @@ from typing import Any
 
 from ..kernels import ExecutionResult
 
-#: Why a program that ran cleanly gave no usable answer (``Attempt.off_target``), as "The program ...".
+#: Why a program that ran cleanly gave no usable answer (``Program.off_target``), as "The program ...".
 TABLE_FOR_NUMBER = "printed a table, but the question asks for one number"
 PRINTED_NOTHING = "printed nothing"
 DREW_NO_DATA = ("drew a chart with no data in it (every value it plots is missing or zero): check that the values "
@@ -105,7 +105,7 @@ _MISSED = (
 
 
 def _no_answer_feedback(off_target: str, printed: str) -> str:
-    """What to tell the model about a program that ran but gave no usable answer (``Attempt.off_target``)."""
+    """What to tell the model about a program that ran but gave no usable answer (``Program.off_target``)."""
     if off_target == PRINTED_NOTHING:
         return "The program ran but printed nothing. End it by printing the answer, for example print(answer)."
     if off_target == TABLE_FOR_NUMBER:

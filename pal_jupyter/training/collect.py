@@ -24,7 +24,7 @@ from typing import Any
 from ..backends import GenerationOptions, ModelBackend
 from ..engine.grading import expected_of, is_correct, question_of
 from ..engine.loop import solve
-from ..engine.records import Attempt, Session
+from ..engine.records import Program, Session
 from ..errors import NoCodeError, PalError
 from ..kernels import ExecutorLimits, KernelPool
 from ..prompts.feedback import execution_feedback
@@ -103,21 +103,21 @@ def program_records(session: Session | None, row: dict[str, Any], index: int, mo
     if session is None:
         return [{**base, "program": None, "ran": False, "correct": None, "error_type": "NoCode",
                  "feedback": error or "", "printed": ""}]
-    return [{**base, **_program(attempt, expected)} for attempt in session.attempts]
+    return [{**base, **_program(program, expected)} for program in session.programs]
 
 
-def _program(attempt: Attempt, expected: Any) -> dict[str, Any]:
-    execution = attempt.execution
+def _program(program: Program, expected: Any) -> dict[str, Any]:
+    execution = program.execution
     printed = execution.text_output() if execution is not None else ""
-    correct = is_correct(attempt.program_answer, execution, expected) if attempt.ran_cleanly else False
+    correct = is_correct(program.program_answer, execution, expected) if program.ran_cleanly else False
     # The feedback a learner gets: the interpreter's, and for a program that ran, the verdict.
-    feedback = (execution_feedback(execution, correct, attempt.code) if execution is not None
-                else attempt.feedback)
+    feedback = (execution_feedback(execution, correct, program.code) if execution is not None
+                else program.feedback)
     return {
-        "round": attempt.index, "sample": attempt.sample, "kind": attempt.kind,
-        "messages": attempt.messages, "completion": attempt.completion, "program": attempt.code,
-        "printed": printed[-MAX_PRINTED:], "feedback": feedback, "ran": attempt.ran_cleanly,
-        "answer": attempt.answer, "error_type": attempt.error_type, "correct": correct,
+        "round": program.index, "sample": program.sample, "kind": program.kind,
+        "messages": program.messages, "completion": program.completion, "program": program.code,
+        "printed": printed[-MAX_PRINTED:], "feedback": feedback, "ran": program.ran_cleanly,
+        "answer": program.answer, "error_type": program.error_type, "correct": correct,
     }
 
 
