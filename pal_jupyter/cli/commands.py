@@ -116,7 +116,7 @@ def build_parser() -> argparse.ArgumentParser:
     ask.add_argument("question", nargs="+")
     _add_engine_options(ask)
     ask.add_argument("--trace", default=None, help=f"JSONL trace file (default: {default_trace_path()})")
-    ask.add_argument("--no-trace", action="store_true", help="do not record attempts")
+    ask.add_argument("--no-trace", action="store_true", help="do not record the programs")
     ask.add_argument("--quiet", action="store_true", help="no token streaming; show the code once written")
     ask.add_argument("--json", action="store_true", help="print the whole session as JSON at the end")
 
@@ -125,7 +125,7 @@ def build_parser() -> argparse.ArgumentParser:
     bench.add_argument("--limit", type=int, default=50)
     bench.add_argument("--offset", type=int, default=0)
     bench.add_argument("--out", default=None, help="where to write the JSON report")
-    bench.add_argument("--trace", default=None, help="also write every attempt to this JSONL trace")
+    bench.add_argument("--trace", default=None, help="also write every program to this JSONL trace")
     bench.add_argument("--check-answers", action="store_true",
                        help="feed 'wrong answer' back for repair too (oracle feedback, reported as such)")
     _add_engine_options(bench, compare=True)
@@ -397,7 +397,7 @@ def cmd_leti(args: argparse.Namespace) -> int:
     for example in examples:
         print(leti_text(example))
     if not examples:
-        raise PalError(f"{args.trace} holds no attempt with a program: it is not a pal-jupyter trace, or an empty "
+        raise PalError(f"{args.trace} holds no program: it is not a pal-jupyter trace, or an empty "
                        "one (traces are written by pal-jupyter ask/bench --trace and %config PalMagics.trace).")
     return 0
 

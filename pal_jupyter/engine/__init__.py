@@ -1,6 +1,6 @@
 """The engine: question -> prompt -> model -> programs -> child kernels -> vote -> feedback.
 
-``answers`` and ``records`` (typed attempts, sessions, votes) <- ``extraction``, ``vote``,
+``answers`` and ``records`` (typed programs, sessions, votes) <- ``extraction``, ``vote``,
 ``trace`` <- ``loop`` (:func:`solve`, the one repair loop every face calls) <- ``console`` (a
 terminal view of it) and ``options`` (settings shared by the notebook and CLI). Every chat the loop
 sends is built by :mod:`pal_jupyter.prompts`, the layer below.

@@ -46,9 +46,9 @@ _UNFIXABLE = {"Timeout", "KernelDied", "OutputLimit"}  # errors a repair prompt 
 class SolveObserver:
     """Receives progress while :func:`solve` runs. Override what you need; all are no-ops.
 
-    Per round: ``attempt_started`` for each candidate, then ``token`` as they are written (the
+    Per round: ``program_started`` for each candidate, then ``token`` as they are written (the
     candidates of a round stream together), ``code_ready`` and ``output`` per program,
-    ``attempt_finished`` per program, and ``vote_taken`` once the round is tallied. When the
+    ``program_finished`` per program, and ``vote_taken`` once the round is tallied. When the
     vote is weak, ``reasoning_started`` and ``reasoning_token`` follow the words answer of
     :mod:`.reasoning`, and ``more_programs`` says when more programs are written; the programs
     that follow go through the same steps and join the round (and its vote).
