@@ -244,7 +244,7 @@ def test_leti_on_a_file_that_is_not_a_trace_says_so(tmp_path):
     garbage.write_text('garbage\n{"x": 1}\n')
     result = run_cli("leti", str(garbage))
     assert result.returncode == 2 and result.stdout == ""
-    assert "holds no attempt with a program: it is not a pal-jupyter trace" in result.stderr
+    assert "holds no program: it is not a pal-jupyter trace" in result.stderr
     assert "Traceback" not in result.stderr
 
 
