@@ -349,7 +349,8 @@ SINGLES = {
 }
 #: Two greedy views, and the view whose samples join them when they disagree.
 PAIRS = (("shots", "zero", "t04"), ("shots", "plain", "t04"), ("shots", "reasoned", "t04"),
-         ("zero", "reasoned", "t04"), ("shots", "words", "t04"), ("zero", "words", "t04"))
+         ("zero", "reasoned", "t04"), ("shots", "words", "t04"), ("zero", "words", "t04"), ("reasoned", "shots", "t04"),
+         ("reasoned", "words", "t04"))
 
 
 def _rules(collected: set[str]) -> dict[str, Rule]:
@@ -367,6 +368,8 @@ def _rules(collected: set[str]) -> dict[str, Rule]:
     if {"shots", "zero", "words", "t04"} <= collected:
         rules["shots+zero, else words decide, else +4 x t04"] = _tiebreak("shots", "zero", "words", "t04")
         rules["shots+words+zero all agree, else +4 x t04"] = _three("shots", "words", "zero", "t04")
+    if {"shots", "words", "reasoned", "t04"} <= collected:
+        rules["shots+words, else reasoned decides, else +4 x t04"] = _tiebreak("shots", "words", "reasoned", "t04")
     return rules
 
 

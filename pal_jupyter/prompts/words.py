@@ -6,7 +6,7 @@ out: :data:`WORDS_EXAMPLES`); then, in the same conversation, to write a program
 own steps**. Both ask the question in the turn every chat shares (:func:`~.questions.question_turn`).
 
 Why the worked examples: without them the model writes about twice as many words (195 tokens on
-average against 96 on GSM8K test rows 300-327, docs/benchmarks.md), and on two cores
+average against 98 on GSM8K test rows 300-327, docs/benchmarks.md), and on two AVX2 cores
 every token decoded is a tenth of a second of the user's wait. The examples' prefix is the same
 for every question, so the backend's prompt cache reads it once.
 """
