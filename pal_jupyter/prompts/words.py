@@ -2,7 +2,7 @@
 
 The model is asked to solve the question step by step **in words**, ending with ``Answer: <number>``,
 after three worked examples in GSM8K's own terse style (a line per step, the arithmetic written
-out: :data:`WORDS_EXAMPLES`); then, in the same conversation, to write a program that **follows its
+out: :data:`WORDS_STYLE`); then, in the same conversation, to write a program that **follows its
 own steps**. Both ask the question in the turn every chat shares (:func:`~.questions.question_turn`).
 
 Why the worked examples: without them the model writes about twice as many words (195 tokens on
@@ -15,16 +15,17 @@ from __future__ import annotations
 
 from ..backends import ChatMessage
 from .questions import question_turn
-from .styles import SYSTEM
+from .styles import SYSTEM, PromptStyle
 from .worked_examples import WORKED_EXAMPLES
 
 WORDS_SYSTEM = (
     "You are a careful math tutor. Solve the question step by step in a few short sentences. "
     "End with a last line of the form 'Answer: <number>'."
 )
-#: GSM8K train rows 0, 2 and 3, solved in the data set's own words.
-WORDS_EXAMPLES: tuple[tuple[str, str], ...] = tuple(
-    (example.question, example.as_words()) for example in WORKED_EXAMPLES if example.words)
+#: The words' system message and worked examples: GSM8K train rows 0, 2 and 3, solved in the data
+#: set's own words. Not one of PROMPT_STYLES, which are the styles programs are asked in.
+WORDS_STYLE = PromptStyle("words", "step by step in words, 3 worked examples", WORDS_SYSTEM,
+                          tuple((example.question, example.as_words()) for example in WORKED_EXAMPLES if example.words))
 FOLLOW_YOUR_STEPS = (
     "Now write a short Python program that follows your steps, computes the answer and prints it. "
     "Reply with exactly one ```python code block."
@@ -34,12 +35,7 @@ FOLLOW_YOUR_STEPS = (
 def words_messages(question: str, context: str | None = None) -> list[ChatMessage]:
     """The prompt for a step-by-step answer in words, after the worked examples (and the notebook
     ``context``, when there is one)."""
-    messages: list[ChatMessage] = [{"role": "system", "content": WORDS_SYSTEM}]
-    for example_question, example_words in WORDS_EXAMPLES:
-        messages.append({"role": "user", "content": question_turn(example_question)})
-        messages.append({"role": "assistant", "content": example_words})
-    messages.append({"role": "user", "content": question_turn(question, context=context)})
-    return messages
+    return WORDS_STYLE.chat(question, question_turn(question, context=context))
 
 
 def program_messages(question: str, reasoning: str, context: str | None = None) -> list[ChatMessage]:
