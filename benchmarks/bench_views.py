@@ -293,13 +293,20 @@ def _careful(first: str, second: str, escalate: str | None, n: int = 5, greedy_w
             fallback = _first_good(pair)
             return fallback, False, [first, second]
         weights = {first: greedy_weight, second: greedy_weight}
-        if escalate not in views:  # collected only where the greedy views disagreed
-            MISSING_SAMPLES.add(record["i"])
-            fallback = _first_good(pair)
-            return fallback, False, [first, second]
-        winner, weight, total = _vote(pair + views[escalate][:n], weights)
-        return winner, weight >= 0.8 * total, [first, second, f"{escalate}:{n}"]
+        return _with_samples(views, record, pair, [first, second], escalate, n, weights)
     return rule
+
+
+def _with_samples(views: dict[str, list[Candidate]], record: dict[str, Any], greedy: list[Candidate], used: list[str],
+                  escalate: str, n: int, weights: dict[str, float] | None = None) -> tuple[Any, bool, list[str]]:
+    """When the ``greedy`` views left it open: ``n`` samples of ``escalate`` join their vote, sure only
+    if 80 % of it agrees. They were collected only where the greedy views disagreed: where they are
+    missing, the first greedy view that worked (and the question is counted in MISSING_SAMPLES)."""
+    if escalate not in views:
+        MISSING_SAMPLES.add(record["i"])
+        return _first_good(greedy), False, used
+    winner, weight, total = _vote(greedy + views[escalate][:n], weights)
+    return winner, weight >= 0.8 * total, [*used, f"{escalate}:{n}"]
 
 
 def _three(first: str, second: str, third: str, escalate: str, n: int = 4) -> Rule:
@@ -310,11 +317,7 @@ def _three(first: str, second: str, third: str, escalate: str, n: int = 4) -> Ru
         winner, weight, _ = _vote(greedy)
         if winner is not None and weight >= 3:
             return winner, True, [first, second, third]
-        if escalate not in views:
-            MISSING_SAMPLES.add(record["i"])
-            return _first_good(greedy), False, [first, second, third]
-        winner, weight, total = _vote(greedy + views[escalate][:n])
-        return winner, weight >= 0.8 * total, [first, second, third, f"{escalate}:{n}"]
+        return _with_samples(views, record, greedy, [first, second, third], escalate, n)
     return rule
 
 
@@ -331,11 +334,7 @@ def _tiebreak(first: str, second: str, judge: str, escalate: str, n: int = 4) ->
                        and c.program.program_answer.same_as(said)), None)
         if backed is not None:
             return backed, False, [first, second, judge]
-        if escalate not in views:
-            MISSING_SAMPLES.add(record["i"])
-            return _first_good(pair), False, [first, second, judge]
-        winner, weight, total = _vote(pair + views[escalate][:n])
-        return winner, weight >= 0.8 * total, [first, second, judge, escalate]
+        return _with_samples(views, record, pair, [first, second, judge], escalate, n)
     return rule
 
 
