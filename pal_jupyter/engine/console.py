@@ -8,7 +8,7 @@ import time
 from typing import Any, TextIO
 
 from .loop import SolveObserver
-from .records import Program, DataLook, Session, Vote
+from .records import DataLook, Program, Session, Vote
 from .vote import more_programs_reason, reasoning_reason, second_opinion_note
 
 

@@ -32,7 +32,7 @@ from . import data_look, reasoning, views
 from .extraction import extract_code, free_names, replaced_variables, replacement_started
 from .filters import NamedValue, named_values
 from .options import OPTIONS, Settings
-from .records import Program, DataLook, ProgramAnswer, PromptContext, SecondOpinion, Session, Vote, WeakVote
+from .records import DataLook, Program, ProgramAnswer, PromptContext, SecondOpinion, Session, Vote, WeakVote
 from .trace import TraceWriter
 from .vote import mark_off_target, read_answer, take_vote
 

@@ -20,10 +20,10 @@ from collections.abc import Callable
 from typing import Any
 
 from ..engine.loop import SolveObserver
-from ..engine.records import Program, DataLook, Session, Vote
+from ..engine.records import DataLook, Program, Session, Vote
 from ..engine.vote import more_programs_reason, reasoning_reason, second_opinion_note
-from .session_html import (STYLE, program_status, attempt_title, candidate_title, context_html, data_look_html,
-                           error_html, explanation_html, highlight, reasoning_html, round_title, status_html,
+from .session_html import (STYLE, attempt_title, candidate_title, context_html, data_look_html, error_html,
+                           explanation_html, highlight, program_status, reasoning_html, round_title, status_html,
                            summary_html, summary_text, tally_html)
 
 _TOKEN_REFRESH_S = 0.1  # stream tokens to the browser at most ten times a second
