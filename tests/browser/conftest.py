@@ -31,10 +31,6 @@ from jupyter_browser import (
 )
 
 
-def pytest_configure(config: pytest.Config) -> None:
-    config.addinivalue_line("markers", "browser: drives JupyterLab/Notebook 7 in headless chromium")
-
-
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     here = Path(__file__).parent
     for item in items:
