@@ -155,8 +155,8 @@ def test_context_is_an_option_a_trait_and_a_cell_flag():
 def test_every_prompt_style_is_unchanged_without_context_and_keeps_its_prefix_with_it():
     for style in prompts.PROMPT_STYLES:
         plain = prompts.pal_messages("How far is it?", style=style)
-        assert prompts.pal_messages("How far is it?", style=style, context="") == plain
-        shown = prompts.pal_messages("How far is it?", style=style, context="In [3]:\n```python\nx = 1\n```")
+        assert prompts.pal_messages("How far is it?", style=style, notebook_text="") == plain
+        shown = prompts.pal_messages("How far is it?", style=style, notebook_text="In [3]:\n```python\nx = 1\n```")
         assert shown[:-1] == plain[:-1]  # the system message and worked examples: the cached prefix
         assert shown[-1]["content"] == (f"{prompts.CONTEXT_INTRO}\n\nIn [3]:\n```python\nx = 1\n```\n\n"
                                         f"{prompts.CONTEXT_QUESTION}\n{plain[-1]['content']}")

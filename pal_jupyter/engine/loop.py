@@ -145,7 +145,7 @@ def solve(
     if prompt_style is not None:
         prompts.prompt_style(prompt_style)  # an unknown style fails before anything starts
     shown = _prompt_context(context)
-    context_text = shown.text if shown is not None else None  # what every prompt puts before the question
+    notebook_text = shown.text if shown is not None else None  # what every prompt puts before the question
     generation = generation or settings.generation()
     careful = settings.method == "careful"
     generation.temperature_for(1 if careful else samples)  # greedy decoding cannot draw several programs
@@ -174,16 +174,16 @@ def solve(
         # about the user's variables get worked examples about data.
         style = (prompt_style or backend.prompt_style
                  or (prompts.DATA_STYLE if variables else prompts.DEFAULT_STYLE))
-        messages = prompts.pal_messages(question, variables, style=style, context=context_text)
+        messages = prompts.pal_messages(question, variables, style=style, notebook_text=notebook_text)
         repaired: list[str | None] = []  # the programs fed back so far
         round_ = _Round(backend, pool, samples, checker, variables, namespace, generation, observer, guard_data, limits,
                         named_values(question, variables), started=start)
         for index in range(1, settings.max_attempts + 1):
             if careful:
-                candidates = _careful_round(session, round_, index, messages, context_text, style=prompt_style or
+                candidates = _careful_round(session, round_, index, messages, notebook_text, style=prompt_style or
                                             backend.prompt_style)
             else:
-                candidates, messages = _vote_round(session, round_, index, messages, settings, style, context_text)
+                candidates, messages = _vote_round(session, round_, index, messages, settings, style, notebook_text)
             session.seconds = time.perf_counter() - start
             if writer is not None:
                 for program in candidates:
@@ -194,7 +194,7 @@ def solve(
             basis = repair_basis(candidates)
             messages = prompts.repair_messages(
                 question, basis.code, basis.feedback, variables, repeated=basis.code in repaired and basis.code is not None,
-                look=_look_output(session), context=context_text,
+                look=_look_output(session), notebook_text=notebook_text,
             )
             repaired.append(basis.code)
     observer.session_finished(session)
@@ -218,7 +218,7 @@ def _prompt_context(context: PromptContext | str | None) -> PromptContext | None
                     f"{context!r}; the number of notebook cells is the notebook's option (%%pal --context N).")
 
 
-def _context_text(session: Session) -> str | None:
+def _notebook_text(session: Session) -> str | None:
     return session.context.text if session.context is not None else None
 
 
@@ -232,7 +232,7 @@ def _adjusted(settings: Settings, options: Mapping[str, Any]) -> Settings:
 
 
 def _vote_round(session: Session, round_: _Round, index: int, messages: list[dict[str, str]], settings: Settings,
-                style: str, context: str | None) -> tuple[list[Program], list[dict[str, str]]]:
+                style: str, notebook_text: str | None) -> tuple[list[Program], list[dict[str, str]]]:
     """A round of the vote method: ``samples`` sampled programs; while their vote is weak, the words
     answer first (``second_opinion``), a look at the data (``look``), then more programs up to
     ``max_programs``. Returns the round's programs and the prompt later rounds build on (with what
@@ -250,7 +250,7 @@ def _vote_round(session: Session, round_: _Round, index: int, messages: list[dic
         looked = _look_at_data(session, round_, index)
         if looked:  # every later program is written knowing what the data holds
             messages = prompts.pal_messages(question, variables, style=style, look=_look_output(session),
-                                            context=context)
+                                            notebook_text=notebook_text)
     while weak_vote(session.vote) and len(candidates) < max_programs:
         _more_programs(session, round_, messages, candidates, max_programs, round_.started,
                        how="look" if looked else "more")
@@ -259,7 +259,7 @@ def _vote_round(session: Session, round_: _Round, index: int, messages: list[dic
 
 
 def _careful_round(session: Session, round_: _Round, index: int, messages: list[dict[str, str]],
-                   context: str | None, style: str | None) -> list[Program]:
+                   notebook_text: str | None, style: str | None) -> list[Program]:
     """A round of the careful method (:mod:`.views`). The first: two independent greedy views (each
     program run as soon as it is written); when they do not agree, ``samples`` programs sampled
     from the first view's prompt join the vote. A repair round: one greedy correction of ``messages``."""
@@ -275,10 +275,10 @@ def _careful_round(session: Session, round_: _Round, index: int, messages: list[
     words: ProgramAnswer | None = None
     for view in chosen:  # one after the other: the first answer shows early
         if not view.writes_program:
-            words = _words_view(session, round_, context)
+            words = _words_view(session, round_, notebook_text)
             continue
         program = candidates[program_views.index(view)]
-        program.messages = views.view_messages(view, session.question, round_.variables, context)
+        program.messages = views.view_messages(view, session.question, round_.variables, notebook_text)
         round_.observer.program_started(program)
         round_.write(program, session.question)
         session.programs.append(program)
@@ -300,13 +300,13 @@ def _careful_round(session: Session, round_: _Round, index: int, messages: list[
     return candidates
 
 
-def _words_view(session: Session, round_: _Round, context: str | None) -> ProgramAnswer | None:
+def _words_view(session: Session, round_: _Round, notebook_text: str | None) -> ProgramAnswer | None:
     """The view that works the question out in words (:mod:`.reasoning`), streamed to the observer;
     the words and their answer are kept in ``session.second_opinion``. None when the model gave no
     words or no number at the end of them."""
     start = time.perf_counter()
     try:
-        words = round_.write_words(session, context)
+        words = round_.write_words(session, notebook_text)
     except PalError as exc:
         log.warning("No answer in words (%s); the program's answer stands alone.", exc)
         return None
@@ -366,13 +366,13 @@ def _reason_first(session: Session, round_: _Round, candidates: list[Program], s
     round_.observer.reasoning_started(session, vote)
     words_start = time.perf_counter()
     try:
-        words = round_.write_words(session, _context_text(session))
+        words = round_.write_words(session, _notebook_text(session))
     except PalError as exc:  # the programs' answer stands; more programs may still follow
         log.warning("No answer in words (%s); going on without it.", exc)
         return
     seconds = time.perf_counter() - words_start
     session.weak_votes.append(weak)
-    reasoned = round_.run(vote.round, reasoning.program_messages(session.question, words, _context_text(session)),
+    reasoned = round_.run(vote.round, reasoning.program_messages(session.question, words, _notebook_text(session)),
                           session.question, drawn=len(candidates), count=1, kind="reasoned")
     opinion = SecondOpinion(vote.round, words.strip(), reasoning.read_words_answer(words), seconds,
                             reasoned[0].sample)
@@ -466,11 +466,11 @@ class _Round:
         self._read_reply(program, reply)
         self._complete([program], question)
 
-    def write_words(self, session: Session, context: str | None) -> str:
+    def write_words(self, session: Session, notebook_text: str | None) -> str:
         """The question worked out in words, greedily (:mod:`.reasoning`), streamed to the observer."""
         options = dataclasses.replace(self.generation, temperature=None, seed=None, stop_after_code=False,
                                       stop_when=None, code_only=False, max_new_tokens=reasoning.WORDS_TOKENS)
-        asked = reasoning.words_messages(session.question, context)
+        asked = reasoning.words_messages(session.question, notebook_text)
         return generate_candidates(self.backend, asked, 1, options,
                                    on_token=lambda _row, text: self.observer.reasoning_token(session, text))[0].text
 

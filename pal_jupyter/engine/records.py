@@ -278,7 +278,7 @@ class SecondOpinion:
 class PromptContext:
     """What the model is shown before the question, for reference only: in a notebook, its last cells
     and last error (:mod:`pal_jupyter.notebook.context`). ``text`` is put in the question's own turn
-    (:func:`pal_jupyter.prompts.questions.with_context`); ``note`` says in one line what it holds and what
+    (:func:`pal_jupyter.prompts.questions.with_notebook`); ``note`` says in one line what it holds and what
     a cap left out, for whoever reads the answer. An empty ``text`` sends nothing; its note says why."""
 
     text: str

@@ -71,7 +71,7 @@ def views_for(variables: Mapping[str, Any] | None, style: str | None = None) -> 
 
 
 def view_messages(view: View, question: str, variables: Mapping[str, Any] | None,
-                  context: str | None) -> list[ChatMessage]:
+                  notebook_text: str | None) -> list[ChatMessage]:
     """The prompt of a view that writes a program (the words view is asked by :mod:`.reasoning`)."""
     assert view.style is not None, "the words view writes no program"
-    return prompts.pal_messages(question, variables, style=view.style, context=context)
+    return prompts.pal_messages(question, variables, style=view.style, notebook_text=notebook_text)

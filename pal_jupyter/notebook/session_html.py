@@ -13,7 +13,7 @@ from typing import Any
 
 from ..engine.records import Program, DataLook, PromptContext, Session, Vote
 from ..engine.vote import doubt_message, effort_note, more_programs_reason, reasoning_reason, second_opinion_note
-from ..prompts import context_block
+from ..prompts import notebook_block
 
 STYLE = """
 <style>
@@ -130,7 +130,7 @@ def context_html(context: PromptContext | None) -> str:
     if not context.text.strip():
         return f"<div class='pal-status pal-context'>{html.escape(context.note)}</div>"
     return (f"<details class='pal-context'><summary class='pal-status'>{html.escape(context.note)}</summary>"
-            f"<pre class='pal-stream'>{html.escape(context_block(context.text))}</pre></details>")
+            f"<pre class='pal-stream'>{html.escape(notebook_block(context.text))}</pre></details>")
 
 
 def summary_text(session: Session | None, question: str, status: str) -> str:

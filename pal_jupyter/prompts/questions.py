@@ -2,7 +2,7 @@
 
 :func:`question_turn` is the question as the model reads it: the question, the user's data described
 when it is about them (:mod:`.data`), and the notebook's cells before it, labelled as reference
-(:func:`with_context`). :func:`pal_messages` asks it after a prompt style's worked examples
+(:func:`with_notebook`). :func:`pal_messages` asks it after a prompt style's worked examples
 (:mod:`.styles`); the words answer (:mod:`.words`) and the training examples (:mod:`.training`) use the
 same turn, so what a model is trained on is what it is asked.
 """
@@ -23,37 +23,39 @@ CONTEXT_INTRO = (
 CONTEXT_QUESTION = "My question:"
 
 
-def context_block(context: str) -> str:
+def notebook_block(notebook_text: str) -> str:
     """The notebook's cells and last error as the model is shown them, labelled as reference."""
-    return f"{CONTEXT_INTRO}\n\n{context.strip()}"
+    return f"{CONTEXT_INTRO}\n\n{notebook_text.strip()}"
 
 
-def with_context(text: str, context: str | None) -> str:
-    """The question's turn with the notebook context before it (:mod:`pal_jupyter.notebook.context`),
-    or ``text`` as it is without any. Only ever the final user turn: the system message and the worked
-    examples before it stay the same, and with them the backend's cached prefix."""
-    if not context or not context.strip():
+def with_notebook(text: str, notebook_text: str | None) -> str:
+    """The question's turn with the notebook's cells and last error before it
+    (:mod:`pal_jupyter.notebook.context`), or ``text`` as it is without any. Only ever the final user
+    turn: the system message and the worked examples before it stay the same, and with them the
+    backend's cached prefix."""
+    if not notebook_text or not notebook_text.strip():
         return text
-    return f"{context_block(context)}\n\n{CONTEXT_QUESTION}\n{text}"
+    return f"{notebook_block(notebook_text)}\n\n{CONTEXT_QUESTION}\n{text}"
 
 
 def question_turn(
-    question: str, variables: Mapping[str, Any] | None = None, look: str | None = None, context: str | None = None,
+    question: str, variables: Mapping[str, Any] | None = None, look: str | None = None,
+    notebook_text: str | None = None,
 ) -> str:
     """The question's user turn: the question with the user's data (:func:`~.data.question_text`),
-    after the notebook ``context`` when there is one."""
-    return with_context(question_text(question, variables, look), context)
+    after the notebook's cells (``notebook_text``) when there are any."""
+    return with_notebook(question_text(question, variables, look), notebook_text)
 
 
 def pal_messages(
     question: str, variables: Mapping[str, Any] | None = None, style: str = DEFAULT_STYLE, look: str | None = None,
-    context: str | None = None,
+    notebook_text: str | None = None,
 ) -> list[ChatMessage]:
     """The first prompt for a question: the style's system message and worked examples, then the question
-    (after the notebook ``context``, when there is one).
+    (after the notebook's cells, ``notebook_text``, when there are any).
 
     For a fixed style everything before the question is the same for every question, which is
     what lets the backend reuse its key/value cache; a similar-examples style shares the system
     message only, and pays for reading its examples once per question.
     """
-    return prompt_style(style).chat(question, question_turn(question, variables, look, context))
+    return prompt_style(style).chat(question, question_turn(question, variables, look, notebook_text))

@@ -12,7 +12,7 @@ from typing import Any
 
 from ..backends import ChatMessage
 from .data import question_text
-from .questions import context_block
+from .questions import notebook_block
 from .styles import SYSTEM
 
 REPAIR_REQUEST = (
@@ -32,17 +32,17 @@ def repair_messages(
     *,
     repeated: bool = False,
     look: str | None = None,
-    context: str | None = None,
+    notebook_text: str | None = None,
 ) -> list[ChatMessage]:
-    """The prompt after a failed attempt: question (after the notebook ``context``, when there is one), failed
-    program, interpreter feedback.
+    """The prompt after a failed attempt: question (after the notebook's cells, ``notebook_text``, when
+    there are any), failed program, interpreter feedback.
 
     ``repeated``: the last "correction" was the same program as before. Saying so changes the
     prompt, which matters with greedy decoding: the same prompt would get the same reply again.
     """
     if len(feedback) > MAX_FEEDBACK_CHARS:
         feedback = "...\n" + feedback[-MAX_FEEDBACK_CHARS:]
-    parts = [context_block(context)] if context and context.strip() else []
+    parts = [notebook_block(notebook_text)] if notebook_text and notebook_text.strip() else []
     parts.append(f"Question: {question_text(question, variables, look)}")
     if program is None:
         parts.append("Your previous reply contained no Python code.")

@@ -32,17 +32,17 @@ FOLLOW_YOUR_STEPS = (
 )
 
 
-def words_messages(question: str, context: str | None = None) -> list[ChatMessage]:
+def words_messages(question: str, notebook_text: str | None = None) -> list[ChatMessage]:
     """The prompt for a step-by-step answer in words, after the worked examples (and the notebook
-    ``context``, when there is one)."""
-    return WORDS_STYLE.chat(question, question_turn(question, context=context))
+    ``notebook_text``, when there is one)."""
+    return WORDS_STYLE.chat(question, question_turn(question, notebook_text=notebook_text))
 
 
-def program_messages(question: str, reasoning: str, context: str | None = None) -> list[ChatMessage]:
+def program_messages(question: str, reasoning: str, notebook_text: str | None = None) -> list[ChatMessage]:
     """The prompt for a program that follows ``reasoning`` (the model's own words answer)."""
     return [
         {"role": "system", "content": SYSTEM},
-        {"role": "user", "content": question_turn(question, context=context)},
+        {"role": "user", "content": question_turn(question, notebook_text=notebook_text)},
         {"role": "assistant", "content": reasoning},
         {"role": "user", "content": FOLLOW_YOUR_STEPS},
     ]

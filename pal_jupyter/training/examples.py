@@ -79,9 +79,9 @@ def _records(path: Path) -> Iterable[dict[str, Any]]:
 
 def _example(record: dict[str, Any]) -> Example | None:
     question = str(record.get("question") or "").strip()
-    context = record.get("context") or {}  # a notebook's cells the model was shown before the question
-    if question and isinstance(context, dict) and context.get("text"):
-        question = question_turn(question, context=str(context["text"]))  # learn from what the model saw
+    shown = record.get("context") or {}  # a notebook's cells the model was shown before the question
+    if question and isinstance(shown, dict) and shown.get("text"):
+        question = question_turn(question, notebook_text=str(shown["text"]))  # learn from what the model saw
     if "program" in record:  # pal-jupyter collect
         program = record.get("program")
         ran, correct = bool(record.get("ran")), record.get("correct")
