@@ -111,8 +111,7 @@ def _ask(backend: Any, messages: list[dict[str, str]], n: int, options: Generati
     return view
 
 
-VIEWS = ("plain", "zero", "shots", "words", "reasoned", "t07", "t04", "shots_s", "zero_s", "t04_s")
-SAMPLED = ("t07", "t04", "t04_s")
+VIEWS = ("plain", "zero", "shots", "words", "reasoned", "t07", "t04")
 
 
 def collect_question(backend: Any, pool: KernelPool, row: dict[str, Any], seed: int,
@@ -145,23 +144,14 @@ def collect_question(backend: Any, pool: KernelPool, row: dict[str, Any], seed: 
     if "t04" in wanted and (not _agree(views) or "t04!" in wanted):  # samples pay only after a disagreement
         views["t04"] = _ask(backend, shots, 4, GenerationOptions(max_new_tokens=MAX_TOKENS, temperature=0.4,
                                                                  seed=seed + 1, code_only=True), pool, variables)
-    if data and {"shots_s", "zero_s"} & set(wanted):  # the data described in the system message, in the product's order
-        shots_s = prompts.pal_messages(question, variables, style="data-similar-system")
-        system = {"shots_s": shots_s, "zero_s": prompts.pal_messages(question, variables, style="data-0shot-system")}
-        for name in ("shots_s", "zero_s"):
-            if name in wanted:
-                views[name] = _ask(backend, system[name], 1, code, pool, variables)
-        if "t04_s" in wanted and not _agree({k: v for k, v in views.items() if k.endswith("_s")}):
-            views["t04_s"] = _ask(backend, shots_s, 4, GenerationOptions(
-                max_new_tokens=MAX_TOKENS, temperature=0.4, seed=seed + 1, code_only=True), pool, variables)
     expected = expected_of(row)
     return {"question": question, "expected": expected, "category": row.get("category", "gsm8k"), "views": views}
 
 
 def _agree(views: dict[str, Any]) -> bool:
     """Whether every greedy view collected so far gave the same usable answer (then no rule samples more)."""
-    answers = [read_answer(_execution(view["programs"][0])) for name, view in views.items()
-               if name not in SAMPLED and "programs" in view]
+    answers = [read_answer(_execution(views[name]["programs"][0])) for name in ("plain", "zero", "shots", "reasoned")
+               if name in views]
     if "words" in views:
         answers.append(read_answer(_execution(_words_program(views["words"]["texts"][0]))))
     return all(a is not None for a in answers) and all(a.same_as(answers[0]) for a in answers)
@@ -355,13 +345,11 @@ SINGLES = {
     "shots": "shots (code only)",
     "words": "words (the answer the words end on)",
     "reasoned": "reasoned (words, then its program)",
-    "zero_s": "zero_s (code only, data in the system message)",
-    "shots_s": "shots_s (code only, data in the system message)",
 }
 #: Two greedy views, and the view whose samples join them when they disagree.
 PAIRS = (("shots", "zero", "t04"), ("shots", "plain", "t04"), ("shots", "reasoned", "t04"),
          ("zero", "reasoned", "t04"), ("shots", "words", "t04"), ("zero", "words", "t04"), ("reasoned", "shots", "t04"),
-         ("reasoned", "words", "t04"), ("shots_s", "zero_s", "t04_s"))
+         ("reasoned", "words", "t04"))
 
 
 def _rules(collected: set[str]) -> dict[str, Rule]:
@@ -407,7 +395,7 @@ def score(paths: Sequence[str], rates: dict[str, Any] | None = None) -> None:
         print(f"{'rule':<58} {'right':>9} {'s mean':>7} {'median':>7} {'p90':>6} {'tokens':>7} {'sure':>5} {'sure right':>10}")
         candidates = [(r, _candidates(r, frames)) for r in chosen]
         every = set.intersection(*(set(r["views"]) for r in chosen))
-        sampled = {v for r in chosen for v in r["views"] if v in SAMPLED}
+        sampled = {v for r in chosen for v in r["views"] if v in ("t04", "t07")}
         for name, rule in _rules(every | sampled).items():
             right, seconds, tokens, sure, sure_right = 0, [], [], 0, 0
             MISSING_SAMPLES.clear()

@@ -83,9 +83,6 @@ _USE_AS_IS = (
     "data. Use them as they are: do not create them, load them from files, or replace them "
     "with sample data."
 )
-_USE_DESCRIBED = ("Use the user's variables described in the system message as they are: do not create them, "
-                  "load them from files, or replace them with sample data.")
-_DATA_SECTION = "The user's variables, which already exist in the program's Python session and hold the user's real data:"
 DATA_INSTRUCTIONS = f"{_USE_AS_IS} End by printing the answer (just the number, when the question asks for a number)."
 # A chart is checked by the data it draws (engine.charts): the numbers printed first show the user
 # what it plots, and the title and labels say what the chart shows.
@@ -107,23 +104,11 @@ def look_text(output: str) -> str:
             "it is not the answer, and the variables are unchanged):\n```\n" + shown + "\n```")
 
 
-def question_text(question: str, variables: Mapping[str, Any] | None, look: str | None = None,
-                  described: bool = True) -> str:
+def question_text(question: str, variables: Mapping[str, Any] | None, look: str | None = None) -> str:
     """The question, and for one about the user's variables what they hold (and the data look's
-    output, once there is one: :mod:`pal_jupyter.engine.data_look`). ``described=False``: the
-    variables are described in the system message (:func:`data_system`), and the question points there."""
+    output, once there is one: :mod:`pal_jupyter.engine.data_look`)."""
     if not variables:
         return question
     instructions = CHART_INSTRUCTIONS if asks_for_chart(question) else DATA_INSTRUCTIONS
-    if described:
-        text = f"{question}\n\n{instructions}\n{describe_variables(variables)}"
-    else:
-        text = f"{question}\n\n{instructions.replace(_USE_AS_IS, _USE_DESCRIBED)}"
+    text = f"{question}\n\n{instructions}\n{describe_variables(variables)}"
     return f"{text}\n\n{look_text(look)}" if look else text
-
-
-def data_system(system: str, variables: Mapping[str, Any]) -> str:
-    """A system message with the user's variables described after it. Every prompt about the same
-    data then begins the same way, so llama.cpp's prompt cache prefills the description once: for the
-    second view of a question, its samples, and the next question about the same frame."""
-    return f"{system}\n\n{_DATA_SECTION}\n{describe_variables(variables)}"

@@ -13,7 +13,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from ..backends import ChatMessage
-from .data import data_system, question_text
+from .data import question_text
 from .styles import DEFAULT_STYLE, prompt_style
 
 CONTEXT_INTRO = (
@@ -58,8 +58,4 @@ def pal_messages(
     what lets the backend reuse its key/value cache; a similar-examples style shares the system
     message only, and pays for reading its examples once per question.
     """
-    chosen = prompt_style(style)
-    if variables and chosen.data_in_system:
-        turn = with_notebook(question_text(question, variables, look, described=False), notebook_text)
-        return chosen.chat(question, turn, system=data_system(chosen.system, variables))
-    return chosen.chat(question, question_turn(question, variables, look, notebook_text))
+    return prompt_style(style).chat(question, question_turn(question, variables, look, notebook_text))

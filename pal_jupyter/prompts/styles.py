@@ -40,17 +40,15 @@ class PromptStyle:
     description: str
     system: str
     examples: tuple[tuple[str, str], ...]  # (question, assistant reply)
-    data_in_system: bool = False  # the user's variables described in the system message, not the question's turn
 
     def turns(self, question: str) -> tuple[tuple[str, str], ...]:
         """The worked examples shown before ``question``, as (user message, assistant reply) turns."""
         return self.examples
 
-    def chat(self, question: str, turn: str, system: str | None = None) -> list[ChatMessage]:
-        """The chat ``question`` is asked in: the system message (``system``, when it is more than the
-        style's), the worked examples shown before it, then ``turn``, the question as the model reads
-        it (:func:`~.questions.question_turn`)."""
-        messages: list[ChatMessage] = [{"role": "system", "content": system or self.system}]
+    def chat(self, question: str, turn: str) -> list[ChatMessage]:
+        """The chat ``question`` is asked in: the system message, the worked examples shown before it,
+        then ``turn``, the question as the model reads it (:func:`~.questions.question_turn`)."""
+        messages: list[ChatMessage] = [{"role": "system", "content": self.system}]
         for example_question, example_answer in self.turns(question):
             messages.append({"role": "user", "content": example_question})
             messages.append({"role": "assistant", "content": example_answer})
@@ -128,10 +126,6 @@ PROMPT_STYLES: dict[str, PromptStyle] = {
         DataPromptStyle("data-similar", "data-3shot, then the 2 pandas idioms most like the question",
                         DATA_SYSTEM, tuple((e.question, e.reply()) for e in DATA_EXAMPLES), idioms=2),
         PromptStyle("data-0shot", "pandas on a described DataFrame, no worked examples", DATA_SYSTEM, ()),
-        DataPromptStyle("data-similar-system", "data-similar, the user's data described in the system message",
-                        DATA_SYSTEM, tuple((e.question, e.reply()) for e in DATA_EXAMPLES), True, idioms=2),
-        PromptStyle("data-0shot-system", "data-0shot, the user's data described in the system message",
-                    DATA_SYSTEM, (), True),
     )
 }
 #: Chosen by measurement on GSM8K train questions that are not worked examples (benchmarks/README.md).
