@@ -420,13 +420,18 @@ def _seconds(record: dict[str, Any], view: str, used: list[str], rates: dict[str
     """What ``view`` costs a rule: its wall seconds, or with ``rates`` its counts at those speeds.
     ``zero`` was collected right after ``plain``, whose prompt it shares (the prompt cache held it):
     asked alone it would prefill that prompt itself, so it is priced with ``plain``'s prefill unless
-    the rule pays for ``plain`` too."""
+    the rule pays for ``plain`` too. Samples are priced without a prefill: the product asks them right
+    after the view whose prompt they share (its cache holds it), as ``collect`` does unless a rerun
+    collects them alone."""
     views = record["views"]
     if rates is None:
         if view == "zero" and "plain" not in used:
             return max(views["zero"]["seconds"], views["plain"]["seconds"])
         return _rows_of(views, view)["seconds"]
-    seconds = _modelled_seconds(_rows_of(views, view), rates)
+    rows = _rows_of(views, view)
+    if view.startswith(("t04", "t07")):  # samples share the first view's prompt, which the product asked just before
+        rows = {**rows, "timings": [{**t, "prompt_n": 0} for t in rows.get("timings") or []]}
+    seconds = _modelled_seconds(rows, rates)
     if view == "zero" and "plain" not in used and views["zero"].get("timings") and views["plain"].get("timings"):
         reused = (views["zero"]["timings"][0]["cache_n"] or 0) - (views["plain"]["timings"][0]["cache_n"] or 0)
         seconds += max(0, reused) / rates["prefill_tok_s"]

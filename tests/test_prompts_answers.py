@@ -81,6 +81,12 @@ def test_the_similar_data_prompt_adds_the_idioms_the_question_needs_after_the_fi
                                  style="data-similar")
     assert any("`stations`: pandas DataFrame" in m["content"] for m in merge[len(fixed) - 1:-1])
     assert prompts.pal_messages("Qwerty zxcv?", {"sales": sales}, style="data-similar")[:-1] == fixed[:-1]
+    # A product of two columns per group: the idiom on its own frame, described where `trips` is not used.
+    product = prompts.pal_messages("Draw a bar chart of the total revenue (units times price) for each region.",
+                                   {"sales": sales}, style="data-similar")[len(fixed) - 1:-1]
+    shown = "".join(m["content"] for m in product)
+    assert "income.groupby(rentals[\"shop\"]).sum()" in shown and "- `rentals`: pandas DataFrame, 6 rows" in shown
+    assert "Use `trips` (described above)" not in product[-2]["content"]
 
 
 def test_the_data_prompt_describes_the_example_frame_as_it_describes_the_users():

@@ -1,11 +1,12 @@
-"""Worked pandas examples for questions about the user's data, on two small frames of their own.
+"""Worked pandas examples for questions about the user's data, on small frames of their own.
 
 ``DATA_EXAMPLES`` are the data prompt's fixed worked examples, shown in full with the frame
 described exactly as the user's data is. ``DATA_IDIOMS`` are shorter examples of the idioms
 analysts' questions need (percentages, distinct counts, the busiest group, weekends, pivots,
-missing as 0, matching two frames): the data prompt adds the ones most like the question
-(:class:`~pal_jupyter.prompts.styles.DataPromptStyle`). Every ``answer`` is what ``code``
-prints on :func:`example_frames`; the tests run each to check, and check the frames unchanged.
+missing as 0, matching two frames, a product of two columns per group, charts): the data prompt
+adds the ones most like the question (:class:`~pal_jupyter.prompts.styles.DataPromptStyle`). Every
+``answer`` is what ``code`` prints on :func:`example_frames`; the tests run each to check, and check
+the frames unchanged.
 """
 
 from __future__ import annotations
@@ -150,6 +151,31 @@ DATA_IDIOMS: tuple[DataExample, ...] = (
         111.0,
         frames=("trips", "stations"),
     ),
+    # A total of a product of two columns per group: the product is taken row by row, before grouping
+    # (grouping first and then multiplying by a column aligns nothing: every bar NaN).
+    DataExample(
+        "Draw a bar chart of the total income (hours times price_per_hour) of each shop.",
+        "# Compute each rental's income first, then add it up per shop.\n"
+        "income = rentals[\"hours\"] * rentals[\"price_per_hour\"]\n"
+        "income_per_shop = income.groupby(rentals[\"shop\"]).sum()\n"
+        "print(income_per_shop)\n"
+        "ax = income_per_shop.plot.bar(title=\"Total income of each shop\")\n"
+        "ax.set_xlabel(\"shop\")\n"
+        "ax.set_ylabel(\"total income\")",
+        "shop\nCentral    20.0\nHarbour    20.0\nPark       17.5\ndtype: float64",
+        frames=("rentals",),
+    ),
+    # A scatter plot: one point per row, two columns of the frame itself (not a grouped table).
+    DataExample(
+        "Draw a scatter plot of the rentals with hours on the x axis and price_per_hour on the y axis.",
+        "print(rentals[[\"hours\", \"price_per_hour\"]])\n"
+        "ax = rentals.plot.scatter(x=\"hours\", y=\"price_per_hour\", title=\"Price per hour against hours\")\n"
+        "ax.set_xlabel(\"hours\")\n"
+        "ax.set_ylabel(\"price per hour\")",
+        "hours  price_per_hour\n0    2.0             4.0\n1    1.5             5.0\n2    3.0             4.0\n"
+        "3    1.0             3.5\n4    2.5             5.0\n5    4.0             3.5",
+        frames=("rentals",),
+    ),
 )
 
 
@@ -174,5 +200,14 @@ def example_stations() -> Any:
     return pd.DataFrame({"station": ["Harbour", "Central", "Park"], "zone": ["South", "North", "North"]})
 
 
+def example_rentals() -> Any:
+    """A second small frame with two numeric columns to multiply or plot against each other."""
+    import pandas as pd
+
+    return pd.DataFrame({"shop": ["Harbour", "Central", "Harbour", "Park", "Central", "Park"],
+                         "hours": [2.0, 1.5, 3.0, 1.0, 2.5, 4.0],
+                         "price_per_hour": [4.0, 5.0, 4.0, 3.5, 5.0, 3.5]})
+
+
 def example_frames() -> dict[str, Any]:
-    return {"trips": example_trips(), "stations": example_stations()}
+    return {"trips": example_trips(), "stations": example_stations(), "rentals": example_rentals()}

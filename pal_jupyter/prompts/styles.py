@@ -90,8 +90,10 @@ def _idiom_index() -> retrieval.SimilarQuestions[DataExample]:
 @functools.cache  # builds the example frames to describe them: once per idiom, not per question
 def _idiom_text(idiom: DataExample) -> str:
     """An idiom's question, short: `trips` was described in full by the fixed examples above it,
-    which keeps the added examples to a few dozen tokens each."""
+    which keeps the added examples to a few dozen tokens each; another frame is described here."""
     others = {name: frame for name, frame in example_frames().items() if name in idiom.frames and name != "trips"}
+    if "trips" not in idiom.frames:
+        return f"{idiom.question}\n\nIn the session, to use as it is:\n{describe_variables(others)}"
     also = f"\nAlso in the session:\n{describe_variables(others)}" if others else ""
     return f"{idiom.question}\n\nUse `trips` (described above) as it is.{also}"
 
