@@ -11,7 +11,7 @@ from __future__ import annotations
 import html
 from typing import Any
 
-from ..engine.records import Program, DataLook, PromptContext, Session, Vote
+from ..engine.records import DataLook, Program, PromptContext, Session, Vote
 from ..engine.vote import doubt_message, effort_note, more_programs_reason, reasoning_reason, second_opinion_note
 from ..prompts import notebook_block
 

@@ -26,8 +26,8 @@ from .words import FOLLOW_YOUR_STEPS, WORDS_SYSTEM, program_messages, words_mess
 __all__ = [
     "CHART_INSTRUCTIONS", "CONTEXT_INTRO", "CONTEXT_QUESTION", "DATA_INSTRUCTIONS", "DATA_STYLE", "DATA_SYSTEM",
     "DEFAULT_STYLE", "FEW_SHOT", "FOLLOW_YOUR_STEPS", "PAL_SYSTEM", "PROMPT_STYLES", "REPAIR_REQUEST", "SYSTEM",
-    "TRAINED_STYLE", "WORDS_SYSTEM", "PromptStyle", "asks_for_chart", "notebook_block", "describe_variables",
-    "execution_feedback", "leti_text", "misspelt_name", "name_suggestion", "pal_messages", "program_messages",
+    "TRAINED_STYLE", "WORDS_SYSTEM", "PromptStyle", "asks_for_chart", "describe_variables", "execution_feedback",
+    "leti_text", "misspelt_name", "name_suggestion", "notebook_block", "pal_messages", "program_messages",
     "prompt_style", "question_turn", "repair_messages", "replaced_data_feedback", "training_messages",
     "with_notebook", "words_messages",
 ]
