@@ -111,7 +111,7 @@ def _ask(backend: Any, messages: list[dict[str, str]], n: int, options: Generati
     return view
 
 
-VIEWS = ("plain", "zero", "shots", "idioms", "words", "reasoned", "t07", "t04", "t04i")
+VIEWS = ("plain", "zero", "shots", "words", "reasoned", "t07", "t04")
 
 
 def collect_question(backend: Any, pool: KernelPool, row: dict[str, Any], seed: int,
@@ -141,16 +141,9 @@ def collect_question(backend: Any, pool: KernelPool, row: dict[str, Any], seed: 
     if "t07" in wanted:
         views["t07"] = _ask(backend, shots, 5, GenerationOptions(max_new_tokens=MAX_TOKENS, temperature=0.7,
                                                                  seed=seed, code_only=True), pool, variables)
-    if data and "idioms" in wanted:  # every idiom, in a fixed order: one prompt for all questions
-        views["idioms"] = _ask(backend, prompts.pal_messages(question, variables, style="data-idioms"), 1, code,
-                               pool, variables)
-    samples = GenerationOptions(max_new_tokens=MAX_TOKENS, temperature=0.4, seed=seed + 1, code_only=True)
-    greedy_views = {name: view for name, view in views.items() if name != "idioms"}
-    if "t04" in wanted and (not _agree(greedy_views) or "t04!" in wanted):  # samples pay only after a disagreement
-        views["t04"] = _ask(backend, shots, 4, samples, pool, variables)
-    if "t04i" in wanted and "idioms" in views and not _agree({"zero": views["zero"], "shots": views["idioms"]}):
-        views["t04i"] = _ask(backend, prompts.pal_messages(question, variables, style="data-idioms"), 4, samples,
-                             pool, variables)
+    if "t04" in wanted and (not _agree(views) or "t04!" in wanted):  # samples pay only after a disagreement
+        views["t04"] = _ask(backend, shots, 4, GenerationOptions(max_new_tokens=MAX_TOKENS, temperature=0.4,
+                                                                 seed=seed + 1, code_only=True), pool, variables)
     expected = expected_of(row)
     return {"question": question, "expected": expected, "category": row.get("category", "gsm8k"), "views": views}
 
@@ -350,14 +343,13 @@ SINGLES = {
     "plain": "plain (baseline: greedy zero-shot)",
     "zero": "zero (code only)",
     "shots": "shots (code only)",
-    "idioms": "idioms (every idiom, code only)",
     "words": "words (the answer the words end on)",
     "reasoned": "reasoned (words, then its program)",
 }
 #: Two greedy views, and the view whose samples join them when they disagree.
 PAIRS = (("shots", "zero", "t04"), ("shots", "plain", "t04"), ("shots", "reasoned", "t04"),
          ("zero", "reasoned", "t04"), ("shots", "words", "t04"), ("zero", "words", "t04"), ("reasoned", "shots", "t04"),
-         ("reasoned", "words", "t04"), ("idioms", "zero", "t04i"))
+         ("reasoned", "words", "t04"))
 
 
 def _rules(collected: set[str]) -> dict[str, Rule]:
@@ -403,7 +395,7 @@ def score(paths: Sequence[str], rates: dict[str, Any] | None = None) -> None:
         print(f"{'rule':<58} {'right':>9} {'s mean':>7} {'median':>7} {'p90':>6} {'tokens':>7} {'sure':>5} {'sure right':>10}")
         candidates = [(r, _candidates(r, frames)) for r in chosen]
         every = set.intersection(*(set(r["views"]) for r in chosen))
-        sampled = {v for r in chosen for v in r["views"] if v in ("t04", "t07", "t04i")}
+        sampled = {v for r in chosen for v in r["views"] if v in ("t04", "t07")}
         for name, rule in _rules(every | sampled).items():
             right, seconds, tokens, sure, sure_right = 0, [], [], 0, 0
             MISSING_SAMPLES.clear()

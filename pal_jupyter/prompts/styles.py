@@ -67,18 +67,12 @@ DATA_SYSTEM = (
 @dataclass(frozen=True)
 class DataPromptStyle(PromptStyle):
     """Worked examples about a DataFrame, described exactly as the user's data is described; then
-    up to ``idioms`` short examples of the pandas idioms most like the question (:data:`DATA_IDIOMS`),
-    or (``every_idiom``) all of them in their fixed order: the same prompt for every question, so
-    llama.cpp's prompt cache holds it and a question prefills only itself and its data."""
+    up to ``idioms`` short examples of the pandas idioms most like the question (:data:`DATA_IDIOMS`)."""
 
     idioms: int = 0
-    every_idiom: bool = False
 
     def turns(self, question: str) -> tuple[tuple[str, str], ...]:
-        if self.every_idiom:
-            chosen: list[DataExample] | tuple[DataExample, ...] = DATA_IDIOMS
-        else:
-            chosen = _idiom_index().most_similar(question, self.idioms) if self.idioms else []
+        chosen = _idiom_index().most_similar(question, self.idioms) if self.idioms else []
         return _data_turns(self.examples) + tuple((_idiom_text(idiom), idiom.reply()) for idiom in chosen)
 
 
@@ -133,8 +127,6 @@ PROMPT_STYLES: dict[str, PromptStyle] = {
                         tuple((e.question, e.reply()) for e in DATA_EXAMPLES)),
         DataPromptStyle("data-similar", "data-3shot, then the 2 pandas idioms most like the question",
                         DATA_SYSTEM, tuple((e.question, e.reply()) for e in DATA_EXAMPLES), idioms=2),
-        DataPromptStyle("data-idioms", "data-3shot, then every pandas idiom, the same for every question",
-                        DATA_SYSTEM, tuple((e.question, e.reply()) for e in DATA_EXAMPLES), every_idiom=True),
         PromptStyle("data-0shot", "pandas on a described DataFrame, no worked examples", DATA_SYSTEM, ()),
     )
 }
