@@ -12,8 +12,8 @@
 copied in, as ``%%pal --use`` does) and appends one JSON line per question to FILE (a rerun
 resumes). The views:
 
-* ``plain``: the plainest baseline, one greedy zero-shot program (``chat-0shot`` / ``data-0shot``),
-  the reply as the model writes it (words allowed before the code);
+* ``plain``: the plainest baseline, one greedy zero-shot program (``chat-0shot`` / ``data-0shot``, the
+  data before the question), the reply as the model writes it (words allowed before the code);
 * ``zero``: the same prompt, the reply begun with the code fence (``code_only``): code only;
 * ``shots``: one greedy program from the worked-examples prompt (``chat-2shot`` / ``data-similar``),
   code only;

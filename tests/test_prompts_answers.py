@@ -1,3 +1,4 @@
+import os
 import re
 
 import pandas as pd
@@ -87,6 +88,23 @@ def test_the_similar_data_prompt_adds_the_idioms_the_question_needs_after_the_fi
     shown = "".join(m["content"] for m in product)
     assert "income.groupby(rentals[\"shop\"]).sum()" in shown and "- `rentals`: pandas DataFrame, 6 rows" in shown
     assert "Use `trips` (described above)" not in product[-2]["content"]
+
+
+def test_the_zero_shot_data_prompt_puts_the_data_first_so_the_next_question_prefills_only_itself():
+    sales = pd.DataFrame({"region": ["East", "West"], "units": [3, 5]})
+    first = prompts.pal_messages("How many units were sold in the East? Print just the number.", {"sales": sales},
+                                 style="data-0shot")
+    second = prompts.pal_messages("Draw a bar chart of the units per region.", {"sales": sales}, style="data-0shot")
+    assert first[0] == second[0] and len(first) == 2
+    shared = os.path.commonprefix([first[-1]["content"], second[-1]["content"]])
+    assert shared.startswith("These variables already exist") and shared.endswith("\n\nQuestion: ")
+    assert "- `sales`: pandas DataFrame, 2 rows x 2 columns" in shared and "first rows:" in shared
+    assert first[-1]["content"].endswith("Question: How many units were sold in the East? Print just the number.\n"
+                                         + prompts.DATA_INSTRUCTIONS)
+    assert second[-1]["content"].endswith(prompts.CHART_INSTRUCTIONS)
+    # The worked-examples prompt keeps the question first (measured better there): the views differ.
+    similar = prompts.pal_messages("Draw a bar chart of the units per region.", {"sales": sales}, style="data-similar")
+    assert similar[-1]["content"].startswith("Draw a bar chart of the units per region.\n\nThese variables")
 
 
 def test_the_data_prompt_describes_the_example_frame_as_it_describes_the_users():

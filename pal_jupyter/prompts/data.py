@@ -83,11 +83,11 @@ _USE_AS_IS = (
     "data. Use them as they are: do not create them, load them from files, or replace them "
     "with sample data."
 )
-DATA_INSTRUCTIONS = f"{_USE_AS_IS} End by printing the answer (just the number, when the question asks for a number)."
+DATA_INSTRUCTIONS = "End by printing the answer (just the number, when the question asks for a number)."
 # A chart is checked by the data it draws (engine.charts): the numbers printed first show the user
 # what it plots, and the title and labels say what the chart shows.
-CHART_INSTRUCTIONS = (f"{_USE_AS_IS} Compute the numbers the chart shows and print them, then draw the chart "
-                      "from them, with a title and axis labels taken from the question.")
+CHART_INSTRUCTIONS = ("Compute the numbers the chart shows and print them, then draw the chart from them, "
+                      "with a title and axis labels taken from the question.")
 
 
 def asks_for_chart(question: str) -> bool:
@@ -104,11 +104,21 @@ def look_text(output: str) -> str:
             "it is not the answer, and the variables are unchanged):\n```\n" + shown + "\n```")
 
 
-def question_text(question: str, variables: Mapping[str, Any] | None, look: str | None = None) -> str:
+def question_text(question: str, variables: Mapping[str, Any] | None, look: str | None = None,
+                  data_first: bool = False) -> str:
     """The question, and for one about the user's variables what they hold (and the data look's
-    output, once there is one: :mod:`pal_jupyter.engine.data_look`)."""
+    output, once there is one: :mod:`pal_jupyter.engine.data_look`).
+
+    ``data_first``: the data before the question, not after it. The next question about the same
+    data then begins with the same tokens, which llama.cpp has cached, so it prefills only itself;
+    and the zero-shot prompt answered more questions so (docs/benchmarks.md, "The data first").
+    """
     if not variables:
         return question
     instructions = CHART_INSTRUCTIONS if asks_for_chart(question) else DATA_INSTRUCTIONS
-    text = f"{question}\n\n{instructions}\n{describe_variables(variables)}"
+    data = describe_variables(variables)
+    if data_first:
+        parts = [f"{_USE_AS_IS}\n{data}", *([look_text(look)] if look else []), f"Question: {question}\n{instructions}"]
+        return "\n\n".join(parts)
+    text = f"{question}\n\n{_USE_AS_IS} {instructions}\n{data}"
     return f"{text}\n\n{look_text(look)}" if look else text

@@ -3,8 +3,8 @@
 ``DATA_EXAMPLES`` are the data prompt's fixed worked examples, shown in full with the frame
 described exactly as the user's data is. ``DATA_IDIOMS`` are shorter examples of the idioms
 analysts' questions need (percentages, distinct counts, the busiest group, weekends, pivots,
-missing as 0, matching two frames, a product of two columns per group, charts): the data prompt
-adds the ones most like the question (:class:`~pal_jupyter.prompts.styles.DataPromptStyle`). Every
+missing as 0, matching two frames, a product of two columns per group, charts, a share of rows as a
+pie): the data prompt adds the ones most like the question (:class:`~pal_jupyter.prompts.styles.DataPromptStyle`). Every
 ``answer`` is what ``code`` prints on :func:`example_frames`; the tests run each to check, and check
 the frames unchanged.
 """
@@ -142,6 +142,16 @@ DATA_IDIOMS: tuple[DataExample, ...] = (
         "ax.set_ylabel(\"trips\")",
         "start\n2025-03    3\n2025-04    3\n2025-05    2\nFreq: M, Name: trip_id, dtype: int64",
     ),
+    # A share of the rows per group: a pie of counts (the model summed another column instead).
+    DataExample(
+        "Draw a pie chart of the share of trips from each station.",
+        "# A share of the trips counts rows per station; no other column is added up.\n"
+        "trips_per_station = trips[\"station\"].value_counts()\n"
+        "print(trips_per_station)\n"
+        "ax = trips_per_station.plot.pie(title=\"Share of trips from each station\", autopct=\"%1.0f%%\")\n"
+        "ax.set_ylabel(\"\")",
+        "station\nHarbour    3\nCentral    3\nPark       2\nName: count, dtype: int64",
+    ),
     DataExample(
         "What is the total length in minutes of the trips from stations in the North zone? Match trips to "
         "stations by station. Print just the number.",
@@ -152,10 +162,12 @@ DATA_IDIOMS: tuple[DataExample, ...] = (
         frames=("trips", "stations"),
     ),
     # A total of a product of two columns per group: the product is taken row by row, before grouping
-    # (grouping first and then multiplying by a column aligns nothing: every bar NaN).
+    # (grouping first and then multiplying by a column aligns nothing: every bar NaN), and it is the
+    # product the question defines (the 1.5B model multiplied revenue by (1 - discount) unasked).
     DataExample(
         "Draw a bar chart of the total income (hours times price_per_hour) of each shop.",
-        "# Compute each rental's income first, then add it up per shop.\n"
+        "# Income as the question defines it, hours times price_per_hour (the discount is not part of it),\n"
+        "# computed for each rental first, then added up per shop.\n"
         "income = rentals[\"hours\"] * rentals[\"price_per_hour\"]\n"
         "income_per_shop = income.groupby(rentals[\"shop\"]).sum()\n"
         "print(income_per_shop)\n"
@@ -201,12 +213,14 @@ def example_stations() -> Any:
 
 
 def example_rentals() -> Any:
-    """A second small frame with two numeric columns to multiply or plot against each other."""
+    """A second small frame with two numeric columns to multiply or plot against each other, and a
+    third (``discount``, often missing) that a question defining a product of two columns leaves out."""
     import pandas as pd
 
     return pd.DataFrame({"shop": ["Harbour", "Central", "Harbour", "Park", "Central", "Park"],
                          "hours": [2.0, 1.5, 3.0, 1.0, 2.5, 4.0],
-                         "price_per_hour": [4.0, 5.0, 4.0, 3.5, 5.0, 3.5]})
+                         "price_per_hour": [4.0, 5.0, 4.0, 3.5, 5.0, 3.5],
+                         "discount": [0.1, None, None, 0.2, 0.1, None]})
 
 
 def example_frames() -> dict[str, Any]:

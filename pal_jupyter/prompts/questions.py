@@ -40,11 +40,11 @@ def with_notebook(text: str, notebook_text: str | None) -> str:
 
 def question_turn(
     question: str, variables: Mapping[str, Any] | None = None, look: str | None = None,
-    notebook_text: str | None = None,
+    notebook_text: str | None = None, data_first: bool = False,
 ) -> str:
-    """The question's user turn: the question with the user's data (:func:`~.data.question_text`),
-    after the notebook's cells (``notebook_text``) when there are any."""
-    return with_notebook(question_text(question, variables, look), notebook_text)
+    """The question's user turn: the question with the user's data (:func:`~.data.question_text`, the
+    data first when ``data_first``), after the notebook's cells (``notebook_text``) when there are any."""
+    return with_notebook(question_text(question, variables, look, data_first), notebook_text)
 
 
 def pal_messages(
@@ -58,4 +58,5 @@ def pal_messages(
     what lets the backend reuse its key/value cache; a similar-examples style shares the system
     message only, and pays for reading its examples once per question.
     """
-    return prompt_style(style).chat(question, question_turn(question, variables, look, notebook_text))
+    chosen = prompt_style(style)
+    return chosen.chat(question, question_turn(question, variables, look, notebook_text, chosen.data_first))

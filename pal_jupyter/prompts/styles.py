@@ -40,6 +40,9 @@ class PromptStyle:
     description: str
     system: str
     examples: tuple[tuple[str, str], ...]  # (question, assistant reply)
+    # The user's data before the question in its turn (:func:`~.data.question_text`): measured better
+    # for the zero-shot data prompt, and then a question about the same data prefills only itself.
+    data_first: bool = False
 
     def turns(self, question: str) -> tuple[tuple[str, str], ...]:
         """The worked examples shown before ``question``, as (user message, assistant reply) turns."""
@@ -127,7 +130,8 @@ PROMPT_STYLES: dict[str, PromptStyle] = {
                         tuple((e.question, e.reply()) for e in DATA_EXAMPLES)),
         DataPromptStyle("data-similar", "data-3shot, then the 2 pandas idioms most like the question",
                         DATA_SYSTEM, tuple((e.question, e.reply()) for e in DATA_EXAMPLES), idioms=2),
-        PromptStyle("data-0shot", "pandas on a described DataFrame, no worked examples", DATA_SYSTEM, ()),
+        PromptStyle("data-0shot", "pandas on a described DataFrame, no worked examples; the data first", DATA_SYSTEM,
+                    (), data_first=True),
     )
 }
 #: Chosen by measurement on GSM8K train questions that are not worked examples (benchmarks/README.md).
