@@ -100,6 +100,19 @@ def test_the_revenue_chart_votes_by_data_and_the_empty_chart_is_fed_back(pool):
     assert "agree on this answer" not in doubt_message(session)
 
 
+def test_a_chart_of_another_kind_than_the_question_names_is_sent_back(pool):
+    """"... as a line chart": a bar chart of the same numbers answers another question."""
+    question = "Plot the total units of each region as a line chart."
+    line = "t = sales.groupby('region')['units'].sum()\nprint(t)\nt.plot(title='Units')"
+    bars = "t = sales.groupby('region')['units'].sum()\nprint(t)\nt.plot.bar()"  # shorter: it would win a tie
+    session = solve(question, model=ScriptedBackend([fenced(bars), fenced(line)]), executor=pool,
+                    variables={"sales": SALES}, samples=0)
+    refused = next(a for a in session.programs if a.code == bars)
+    assert refused.off_target == "drew a bar chart, but the question asks for a line chart: draw that kind of chart"
+    assert session.final.code == line and session.final.execution.charts[0].series[0].kind == "line"
+    assert [a.off_target for a in session.programs if a.code == line] == [None]
+
+
 def test_when_every_chart_is_empty_the_model_is_told_why(pool):
     model = ScriptedBackend([fenced(EMPTY), fenced(EMPTY), fenced(PANDAS_BARS)])
     session = solve(QUESTION, model=model, executor=pool, variables={"sales": SALES}, samples=0)

@@ -39,10 +39,10 @@ import re
 from collections.abc import Sequence
 
 from .answers import parse_number
-from .charts import chart_answer
+from .charts import KIND_NAMES, chart_answer
 from ..kernels import ExecutionResult
 from ..prompts.feedback import (DREW_NO_DATA, PRINTED_NOTHING, TABLE_FOR_NUMBER, ignores, ignores_period, no_value,
-                                number_for_name, too_many_bars)
+                                number_for_name, other_kind, too_many_bars)
 from .filters import NamedGroup, NamedPeriod, NamedValue, ignored_values
 from .records import NO_DATA_KEY, UNREAD_FIGURE_KEY, Program, ProgramAnswer, Session, Vote, VoteGroup, WeakVote
 
@@ -72,6 +72,13 @@ _NUMBER_WORDING = re.compile(r"\bnumbers?\b(?!\s+of\b)|\bnumeric\b|\bhow (?:many
                              r"\bindex\b|\bzip\b|\bpostcode\b|\bwhich (?:\w+ )?(?:year|day|week|quarter)\b",
                              re.IGNORECASE)
 _BARE_NUMBER = re.compile(r"[-+]?\d[\d,]*(?:\.\d+)?")
+# The kind of chart a question asks for, as the figure reader names what was drawn (a histogram is bars).
+_CHART_KINDS = {
+    "line": re.compile(r"\bline (?:chart|plot|graph)s?\b", re.IGNORECASE),
+    "bars": re.compile(r"\b(?:bar (?:chart|plot|graph)s?|histograms?)\b", re.IGNORECASE),
+    "pie": re.compile(r"\bpie (?:chart|plot)s?\b", re.IGNORECASE),
+    "scatter": re.compile(r"\bscatter ?(?:plot|chart|graph)?s?\b", re.IGNORECASE),
+}
 # What pandas, numpy and Python print for a value that is not there.
 _MISSING_VALUES = {"nan", "none", "null", "nat", "<na>", "inf", "-inf"}
 
@@ -143,18 +150,20 @@ def mark_off_target(programs: Sequence[Program], question: str, named: Sequence[
     table is no answer where one number is asked: strict wording ("print just the number") rules
     tables out always; looser wording ("how many", "what is the total") only when another program
     of the round did print a number, because "how many orders per region" is rightly answered by a
-    table. A bare number is no answer where a name is asked (:func:`asks_for_name`). A program that
-    never uses a value or a period of the data the question ``named`` (see :mod:`.filters`) computed
-    over the wrong rows.
+    table. A bare number is no answer where a name is asked (:func:`asks_for_name`), nor a chart of
+    another kind than the question names (:func:`asks_for_kind`). A program that never uses a value
+    or a period of the data the question ``named`` (see :mod:`.filters`) computed over the wrong rows.
     """
     some_number = any(a.program_answer is not None and a.program_answer.kind == "number" for a in programs)
     tables_out = strictly_asks_for_number(question) or (some_number and asks_for_number(question))
     names_only = asks_for_name(question)
+    asked_kind = asks_for_kind(question)
     for program in programs:
         if program.ran_cleanly:
             answer = program.program_answer
             program.off_target = (_no_answer(answer, tables_out) or _number_for_name(answer, names_only)
-                                  or _ignores(program.code or "", named) or _ungrouped(program.execution, named))
+                                  or _ignores(program.code or "", named) or _ungrouped(program.execution, named)
+                                  or _other_kind(program.execution, asked_kind))
 
 
 def _ungrouped(execution: ExecutionResult | None, named: Sequence[NamedValue]) -> str | None:
@@ -165,6 +174,23 @@ def _ungrouped(execution: ExecutionResult | None, named: Sequence[NamedValue]) -
     most = max(groups, key=lambda g: g.distinct)
     drawn = max((len(s.points) for c in execution.charts for s in c.series if s.kind in ("bars", "pie")), default=0)
     return too_many_bars(drawn, most.column, most.distinct) if drawn > most.distinct else None
+
+
+def asks_for_kind(question: str) -> str | None:
+    """The one kind of chart the question names ("... as a line chart": ``"line"``), if it names one."""
+    kinds = [kind for kind, wording in _CHART_KINDS.items() if wording.search(question)]
+    return kinds[0] if len(kinds) == 1 else None
+
+
+def _other_kind(execution: ExecutionResult | None, asked: str | None) -> str | None:
+    """A chart that draws none of the kind the question asks for: a bar chart for "as a line chart"
+    answers another question (the user would get the wrong picture, whatever its numbers)."""
+    if asked is None or execution is None or not execution.charts:
+        return None
+    drawn = [s.kind for c in execution.charts for s in c.series]
+    if not drawn or asked in drawn:
+        return None
+    return other_kind(KIND_NAMES.get(drawn[0], drawn[0]), KIND_NAMES[asked])
 
 
 def asks_for_name(question: str) -> bool:

@@ -32,6 +32,14 @@ def too_many_bars(drawn: int, column: str, distinct: int) -> str:
             f"one per {column}: it plots rows, not a total per {column}")
 
 
+OTHER_KIND = "drew a "
+
+
+def other_kind(drawn: str, asked: str) -> str:
+    """The ``off_target`` of a chart of another kind than the question asks for ("as a line chart")."""
+    return f"{OTHER_KIND}{drawn}, but the question asks for a {asked}: draw that kind of chart"
+
+
 def no_value(printed: str) -> str:
     """The ``off_target`` of a program whose answer is a missing value ('nan', 'None')."""
     return f"printed {printed}, which is a missing value, not an answer"
