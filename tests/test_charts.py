@@ -108,7 +108,9 @@ def test_a_chart_of_another_kind_than_the_question_names_is_sent_back(pool):
     session = solve(question, model=ScriptedBackend([fenced(bars), fenced(line)]), executor=pool,
                     variables={"sales": SALES}, samples=0)
     refused = next(a for a in session.programs if a.code == bars)
-    assert refused.off_target == "drew a bar chart, but the question asks for a line chart: draw that kind of chart"
+    assert refused.off_target == ("drew the wrong kind of chart: a bar chart, where the question asks for a line "
+                                  "chart; draw a line chart")
+    assert refused.error_type == "WrongChartKind"
     assert session.final.code == line and session.final.execution.charts[0].series[0].kind == "line"
     assert [a.off_target for a in session.programs if a.code == line] == [None]
 

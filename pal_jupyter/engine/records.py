@@ -15,7 +15,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..kernels.results import ErrorInfo, ExecutionResult, StopReason
-from ..prompts.feedback import DREW_NO_DATA, IGNORES, NUMBER_FOR_NAME, PRINTED_NOTHING, TABLE_FOR_NUMBER, TOO_MANY_BARS
+from ..prompts.feedback import (DREW_NO_DATA, IGNORES, NUMBER_FOR_NAME, OTHER_KIND, PRINTED_NOTHING, TABLE_FOR_NUMBER,
+                                TOO_MANY_BARS)
 from .answers import numbers_match
 
 
@@ -211,7 +212,7 @@ class Program:
         NoOutput (it ran and printed nothing), MissingValue (it printed nan or None), NotANumber (a
         table where one number was asked for), NotAName (a number where a name was asked for), EmptyChart
         (a chart that drew no data), NotGrouped (more bars than the column it is per has values),
-        IgnoresFilter (it never uses a value or a period of the data the question names) or WrongAnswer."""
+        WrongChartKind (a bar chart where the question asks for a line chart, and so on), IgnoresFilter (it never uses a value or a period of the data the question names) or WrongAnswer."""
         if self.code is None:
             return "NoCode"
         if self.refusal is not None:
@@ -229,6 +230,8 @@ class Program:
                 return "NotAName"
             if self.off_target.startswith(TOO_MANY_BARS):
                 return "NotGrouped"
+            if self.off_target.startswith(OTHER_KIND):
+                return "WrongChartKind"
             return {PRINTED_NOTHING: "NoOutput", TABLE_FOR_NUMBER: "NotANumber",
                     DREW_NO_DATA: "EmptyChart"}.get(self.off_target, "MissingValue")
         return "WrongAnswer" if self.correct is False else None

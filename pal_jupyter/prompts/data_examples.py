@@ -4,9 +4,9 @@
 described exactly as the user's data is. ``DATA_IDIOMS`` are shorter examples of the idioms
 analysts' questions need (percentages, distinct counts, the busiest group, weekends, pivots,
 missing as 0, matching two frames, a product of two columns per group, charts, a share of rows as a
-pie): the data prompt adds the ones most like the question (:class:`~pal_jupyter.prompts.styles.DataPromptStyle`). Every
-``answer`` is what ``code`` prints on :func:`example_frames`; the tests run each to check, and check
-the frames unchanged.
+pie): the data prompt adds the ones most like the question
+(:class:`~pal_jupyter.prompts.styles.DataPromptStyle`). Every ``answer`` is what ``code`` prints on
+:func:`example_frames`; the tests run each to check, and check the frames unchanged.
 """
 
 from __future__ import annotations

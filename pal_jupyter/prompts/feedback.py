@@ -32,12 +32,12 @@ def too_many_bars(drawn: int, column: str, distinct: int) -> str:
             f"one per {column}: it plots rows, not a total per {column}")
 
 
-OTHER_KIND = "drew a "
+OTHER_KIND = "drew the wrong kind of chart"
 
 
 def other_kind(drawn: str, asked: str) -> str:
     """The ``off_target`` of a chart of another kind than the question asks for ("as a line chart")."""
-    return f"{OTHER_KIND}{drawn}, but the question asks for a {asked}: draw that kind of chart"
+    return f"{OTHER_KIND}: a {drawn}, where the question asks for a {asked}; draw a {asked}"
 
 
 def no_value(printed: str) -> str:
