@@ -183,10 +183,12 @@ def test_pal_explain_explains_the_last_error_without_rerunning(tmp_path):
 
 
 def test_with_the_tiny_random_model_the_tutor_admits_it_cannot_solve(tiny_model_dir, tmp_path):
-    # Random weights write no working program: the tutor must say so and log it, not guess.
+    # Random weights write no working program: the tutor must say so and log it, not guess. Seeded: unseeded,
+    # one random program in about three runs printed something by chance (a fresh clone's test-fast, 2026-12-05).
     kernel = start_kernel(tmp_path, ['c.TeacherPolicy.mode = "tutor"'])
     try:
-        reply, outputs = kernel.run(f"%config PalMagics.model = {str(tiny_model_dir)!r}\n%config PalMagics.max_new_tokens = 12")
+        reply, outputs = kernel.run(f"%config PalMagics.model = {str(tiny_model_dir)!r}\n%config PalMagics.max_new_tokens = 12"
+                                    "\n%config PalMagics.seed = 0")
         assert reply["status"] == "ok"
         reply, outputs = kernel.run("%%pal -n 2\nWhat is 6 times 7?")
         text = text_of(outputs)
