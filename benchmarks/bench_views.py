@@ -17,12 +17,14 @@ resumes). The views:
 * ``zero``: the same prompt, the reply begun with the code fence (``code_only``): code only;
 * ``shots``: one greedy program from the worked-examples prompt (``chat-2shot`` / ``data-similar``),
   code only;
+* ``fixed`` (data questions): one greedy program after the three fixed worked examples, the user's data
+  before the question (``data-fixed``): the whole prompt but the question is cached, code only;
 * ``words`` (word problems): the step-by-step answer in words after three worked examples, as the
   product asks it (:mod:`pal_jupyter.prompts.words`); ``reasoned``: the program written after it;
 * ``t07``: 5 programs sampled at temperature 0.7 from the worked-examples prompt, as the product
   drew them until now; ``t04``: 4 programs sampled at 0.4, code only, collected only where the
   greedy views (the words included) disagree (no rule asks for them elsewhere; ``t04!`` collects
-  them always).
+  them always); ``t04f``: the same from the ``fixed`` prompt.
 
 Each view records its programs (code, what they printed, errors), its tokens and its seconds, so
 that ``score`` can price a rule by the views it asks for. ``score`` rebuilds each program's record
@@ -91,7 +93,10 @@ def _program(reply: str, pool: KernelPool, variables: dict[str, Any]) -> dict[st
 
 
 def _ask(backend: Any, messages: list[dict[str, str]], n: int, options: GenerationOptions,
-         pool: KernelPool | None, variables: dict[str, Any]) -> dict[str, Any]:
+         pool: KernelPool | None, variables: dict[str, Any], key: str | None = None) -> dict[str, Any]:
+    """Ask one view; ``key``: the prompt cache it keeps to, as the product's view of that name does
+    (so that views collected side by side cost what they cost in the product's order)."""
+    options = dataclasses.replace(options, cache_key=key)
     start, cpu = time.perf_counter(), time.process_time()
     replies = generate_candidates(backend, messages, n, options)
     seconds = time.perf_counter() - start
@@ -111,7 +116,7 @@ def _ask(backend: Any, messages: list[dict[str, str]], n: int, options: Generati
     return view
 
 
-VIEWS = ("plain", "zero", "shots", "words", "reasoned", "t07", "t04")
+VIEWS = ("plain", "zero", "shots", "fixed", "words", "reasoned", "t07", "t04", "t04f")
 
 
 def collect_question(backend: Any, pool: KernelPool, row: dict[str, Any], seed: int,
@@ -121,37 +126,47 @@ def collect_question(backend: Any, pool: KernelPool, row: dict[str, Any], seed: 
     zero_style, shots_style = ("data-0shot", "data-similar") if data else ("chat-0shot", "chat-2shot")
     zero = prompts.pal_messages(question, variables, style=zero_style)
     shots = prompts.pal_messages(question, variables, style=shots_style)
+    shots_key = "idioms" if data else "shots"  # the product's view of that prompt
     greedy = GenerationOptions(max_new_tokens=MAX_TOKENS, temperature=0.0)
     code = GenerationOptions(max_new_tokens=MAX_TOKENS, temperature=0.0, code_only=True)
     views = {}
     if "plain" in wanted:
-        views["plain"] = _ask(backend, zero, 1, greedy, pool, variables)
+        views["plain"] = _ask(backend, zero, 1, greedy, pool, variables, key="zero")
     if "zero" in wanted:
-        views["zero"] = _ask(backend, zero, 1, code, pool, variables)
+        views["zero"] = _ask(backend, zero, 1, code, pool, variables, key="zero")
     if "shots" in wanted:
-        views["shots"] = _ask(backend, shots, 1, code, pool, variables)
+        views["shots"] = _ask(backend, shots, 1, code, pool, variables, key=shots_key)
+    fixed = prompts.pal_messages(question, variables, style=prompts.DATA_FIXED_STYLE) if data else []
+    if data and "fixed" in wanted:
+        views["fixed"] = _ask(backend, fixed, 1, code, pool, variables, key="fixed")
     if not data and "words" in wanted:
         words = _ask(backend, reasoning.words_messages(question), 1,
                      GenerationOptions(max_new_tokens=reasoning.WORDS_TOKENS, temperature=0.0,
-                                       stop_after_code=False), None, variables)
+                                       stop_after_code=False), None, variables, key="words")
         views["words"] = words
     if not data and "reasoned" in wanted and "words" in views:
         views["reasoned"] = _ask(backend, reasoning.program_messages(question, words["texts"][0]), 1, code, pool,
                                  variables)
     if "t07" in wanted:
         views["t07"] = _ask(backend, shots, 5, GenerationOptions(max_new_tokens=MAX_TOKENS, temperature=0.7,
-                                                                 seed=seed, code_only=True), pool, variables)
+                                                                 seed=seed, code_only=True), pool, variables,
+                            key=shots_key)
     if "t04" in wanted and (not _agree(views) or "t04!" in wanted):  # samples pay only after a disagreement
         views["t04"] = _ask(backend, shots, 4, GenerationOptions(max_new_tokens=MAX_TOKENS, temperature=0.4,
-                                                                 seed=seed + 1, code_only=True), pool, variables)
+                                                                 seed=seed + 1, code_only=True), pool, variables,
+                            key=shots_key)
+    if data and "t04f" in wanted and (not _agree(views) or "t04f!" in wanted):
+        views["t04f"] = _ask(backend, fixed, 4, GenerationOptions(max_new_tokens=MAX_TOKENS, temperature=0.4,
+                                                                  seed=seed + 1, code_only=True), pool, variables,
+                             key="fixed")
     expected = expected_of(row)
     return {"question": question, "expected": expected, "category": row.get("category", "gsm8k"), "views": views}
 
 
 def _agree(views: dict[str, Any]) -> bool:
     """Whether every greedy view collected so far gave the same usable answer (then no rule samples more)."""
-    answers = [read_answer(_execution(views[name]["programs"][0])) for name in ("plain", "zero", "shots", "reasoned")
-               if name in views]
+    answers = [read_answer(_execution(views[name]["programs"][0]))
+               for name in ("plain", "zero", "shots", "fixed", "reasoned") if name in views]
     if "words" in views:
         answers.append(read_answer(_execution(_words_program(views["words"]["texts"][0]))))
     return all(a is not None for a in answers) and all(a.same_as(answers[0]) for a in answers)
@@ -338,18 +353,41 @@ def _tiebreak(first: str, second: str, judge: str, escalate: str, n: int = 4) ->
     return rule
 
 
+def _then_view(first: str, second: str, third: str, escalate: str, n: int = 4) -> Rule:
+    """Two greedy views; when they agree, done and sure. Else ``third`` and ``n`` samples of
+    ``escalate`` (its prompt) join the vote, sure only if 80 % of it agrees."""
+    def rule(views: dict[str, list[Candidate]], record: dict[str, Any]) -> tuple[Any, bool, list[str]]:
+        pair = views[first][:1] + views[second][:1]
+        winner, weight, _ = _vote(pair)
+        if winner is not None and weight >= 2:
+            return winner, True, [first, second]
+        if n == 0:  # the third view alone decides: 2 of 3 win, never sure (the first two disagreed)
+            winner, _, _ = _vote(pair + views[third][:1])
+            return winner or _first_good(pair), False, [first, second, third]
+        return _with_samples(views, record, pair + views[third][:1], [first, second, third], escalate, n)
+    return rule
+
+
+def _by_kind(charts: Rule, others: Rule) -> Rule:
+    """One rule for questions that ask for a chart, another for the rest (as the product plans them)."""
+    def rule(views: dict[str, list[Candidate]], record: dict[str, Any]) -> tuple[Any, bool, list[str]]:
+        return (charts if prompts.asks_for_chart(record["question"]) else others)(views, record)
+    return rule
+
+
 #: Each view alone, as the score names it.
 SINGLES = {
     "plain": "plain (baseline: greedy zero-shot)",
     "zero": "zero (code only)",
     "shots": "shots (code only)",
+    "fixed": "fixed (data first, fixed examples, code only)",
     "words": "words (the answer the words end on)",
     "reasoned": "reasoned (words, then its program)",
 }
 #: Two greedy views, and the view whose samples join them when they disagree.
 PAIRS = (("shots", "zero", "t04"), ("shots", "plain", "t04"), ("shots", "reasoned", "t04"),
          ("zero", "reasoned", "t04"), ("shots", "words", "t04"), ("zero", "words", "t04"), ("reasoned", "shots", "t04"),
-         ("reasoned", "words", "t04"))
+         ("reasoned", "words", "t04"), ("fixed", "zero", "t04f"), ("fixed", "zero", "t04"), ("shots", "fixed", "t04"))
 
 
 def _rules(collected: set[str]) -> dict[str, Rule]:
@@ -367,6 +405,15 @@ def _rules(collected: set[str]) -> dict[str, Rule]:
     if {"shots", "zero", "words", "t04"} <= collected:
         rules["shots+zero, else words decide, else +4 x t04"] = _tiebreak("shots", "zero", "words", "t04")
         rules["shots+words+zero all agree, else +4 x t04"] = _three("shots", "words", "zero", "t04")
+    if {"fixed", "zero", "shots", "t04"} <= collected:
+        rules["fixed+zero, else shots decides, else +4 x t04"] = _tiebreak("fixed", "zero", "shots", "t04")
+        rules["fixed+zero, else shots + 4 x t04 join"] = _then_view("fixed", "zero", "shots", "t04")
+        rules["fixed+zero, else shots joins"] = _then_view("fixed", "zero", "shots", "t04", 0)
+        rules["fixed+zero, else shots + 2 x t04 join"] = _then_view("fixed", "zero", "shots", "t04", 2)
+        rules["charts: shots+zero, else +4 x t04; others: fixed+zero, else shots + 4 x t04 join"] = _by_kind(
+            _careful("shots", "zero", "t04", 4), _then_view("fixed", "zero", "shots", "t04"))
+    if {"fixed", "zero", "shots", "t04f"} <= collected:
+        rules["fixed+zero, else shots + 4 x t04f join"] = _then_view("fixed", "zero", "shots", "t04f")
     if {"shots", "words", "reasoned", "t04"} <= collected:
         rules["shots+words, else reasoned decides, else +4 x t04"] = _tiebreak("shots", "words", "reasoned", "t04")
     return rules
@@ -395,7 +442,7 @@ def score(paths: Sequence[str], rates: dict[str, Any] | None = None) -> None:
         print(f"{'rule':<58} {'right':>9} {'s mean':>7} {'median':>7} {'p90':>6} {'tokens':>7} {'sure':>5} {'sure right':>10}")
         candidates = [(r, _candidates(r, frames)) for r in chosen]
         every = set.intersection(*(set(r["views"]) for r in chosen))
-        sampled = {v for r in chosen for v in r["views"] if v in ("t04", "t07")}
+        sampled = {v for r in chosen for v in r["views"] if v in ("t04", "t04f", "t07")}
         for name, rule in _rules(every | sampled).items():
             right, seconds, tokens, sure, sure_right = 0, [], [], 0, 0
             MISSING_SAMPLES.clear()

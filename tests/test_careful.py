@@ -67,15 +67,45 @@ def test_without_samples_a_disagreement_is_shown_as_doubt(pool):
     assert "62.5" in session.answer  # the program's answer is shown, with the doubt
 
 
-def test_a_data_question_is_asked_with_idioms_and_then_plainly(pool):
+def test_a_data_question_is_asked_after_fixed_examples_and_then_plainly_the_data_first_in_both(pool):
     sales = pd.DataFrame({"region": ["East", "West", "East"], "units": [3, 4, 5]})
     question = "How many units were sold in the East region? Print just the number."
     code = fenced("print(sales[sales['region'] == 'East']['units'].sum())")
     model = ScriptedBackend([code, code])
     session = solve(question, model=model, executor=pool, variables={"sales": sales})
+    fixed, zero = model.calls
+    assert fixed == prompts.pal_messages(question, {"sales": sales}, style=prompts.DATA_FIXED_STYLE)
+    assert zero == prompts.pal_messages(question, {"sales": sales}, style="data-0shot")
+    for asked in (fixed, zero):  # the same data, then the question: only the question is new to the cache
+        assert asked[-1]["content"].index("`sales`") < asked[-1]["content"].index(question)
+    assert [a.view for a in session.programs] == ["fixed", "zero"]
+    assert session.answer == "8" and session.confidence == "high"
+
+
+def test_a_data_question_whose_views_disagree_asks_the_idioms_then_samples_them(pool):
+    sales = pd.DataFrame({"region": ["East", "West", "East"], "units": [3, 4, 5]})
+    question = "How many units were sold in the East region? Print just the number."
+    right = fenced("print(sales[sales['region'] == 'East']['units'].sum())")
+    model = ScriptedBackend([fenced("print(sales['units'].sum())"), right, right, right, right])
+    session = solve(question, model=model, executor=pool, variables={"sales": sales}, samples=2)
+    assert model.batch_sizes == [1, 1, 1, 2]
+    idioms = prompts.pal_messages(question, {"sales": sales}, style=prompts.DATA_STYLE)
+    assert model.calls[2] == idioms and model.calls[3] == idioms  # the samples come from the idioms' prompt
+    assert model.options[2].temperature_for(1) == 0 and model.options[3].temperature_for(2) == views.ESCALATION_TEMPERATURE
+    assert [a.view for a in session.programs] == ["fixed", "zero", "idioms", None, None]
+    assert [a.sample for a in session.programs] == [1, 2, 3, 4, 5] and {a.samples for a in session.programs} == {5}
+    assert session.answer == "8" and session.vote.votes == 4 and session.vote.voters == 5
+    assert session.weak_votes[0].more == 3  # the idioms' program and 2 samples
+
+
+def test_a_chart_question_is_asked_with_idioms_first(pool):
+    sales = pd.DataFrame({"region": ["East", "West", "East"], "units": [3, 4, 5]})
+    question = "Draw a bar chart of the units per region."
+    code = fenced("totals = sales.groupby('region')['units'].sum()\nprint(totals)\ntotals.plot.bar()")
+    model = ScriptedBackend([code, code])
+    solve(question, model=model, executor=pool, variables={"sales": sales})
     assert model.calls[0] == prompts.pal_messages(question, {"sales": sales}, style=prompts.DATA_STYLE)
     assert model.calls[1] == prompts.pal_messages(question, {"sales": sales}, style="data-0shot")
-    assert session.answer == "8" and session.confidence == "high"
 
 
 def test_a_failing_view_is_repaired_once_greedily_when_nothing_works(pool):
@@ -94,7 +124,7 @@ def test_a_row_number_printed_for_a_name_is_refused_and_the_name_wins(pool):
     row_number = fenced("print(orders['amount'].idxmax())")  # a row number over the RangeIndex: 3
     name_code = "print(orders.groupby('customer')['amount'].sum().idxmax())"
     by_name = fenced(name_code)
-    model = ScriptedBackend([row_number, by_name, by_name, by_name, row_number, by_name])
+    model = ScriptedBackend([row_number, by_name, by_name, by_name, row_number, by_name, by_name])
     session = solve(question, model=model, executor=pool, variables={"orders": orders}, samples=4)
     first = session.programs[0]
     assert first.answer == "3" and first.error_type == "NotAName" and not first.good
@@ -108,7 +138,7 @@ def test_a_month_the_question_names_must_be_selected(pool):
     question = "What was the revenue of the orders placed in March 2024? Print just the number."
     every_row = fenced("print(orders['amount'].sum())")
     march = fenced("print(orders[orders['date'].dt.to_period('M') == '2024-03']['amount'].sum())")
-    model = ScriptedBackend([every_row, march, march, march, march, march])
+    model = ScriptedBackend([every_row, march, march, march, march, march, march])  # 2 views, idioms, 4 samples
     session = solve(question, model=model, executor=pool, variables={"orders": orders}, samples=4)
     assert session.programs[0].error_type == "IgnoresFilter" and "March 2024" in session.programs[0].off_target
     assert session.answer == "50.0"

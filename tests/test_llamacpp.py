@@ -7,6 +7,8 @@ choice of runtime, and what a damaged file does (one line, never a crash of this
 
 from __future__ import annotations
 
+import dataclasses
+
 import threading
 import time
 from pathlib import Path
@@ -98,6 +100,27 @@ def test_a_code_only_reply_begins_at_the_fence_and_ends_at_the_closing_one(tiny)
         assert generation.text.startswith(streamed[row]), "the fence is streamed first, then the code"
     assert tiny._request(MESSAGES, 1, options)["stop"] == ["```"]
     assert tiny._request(MESSAGES, 1, options)["messages"][-1] == {"role": "assistant", "content": "```python\n"}
+
+
+def test_prompts_with_their_own_cache_keys_keep_their_caches(tiny):
+    """The careful method's first view, then another prompt sharing its worked examples (which
+    llama.cpp would put in the first one's slot), then the first view's next question: with a cache key
+    each, the next question is read from the cache up to the question itself."""
+    examples = [{"role": "system", "content": "Write Python. " + "Worked example. " * 60}]
+
+    def question(text: str) -> list[dict[str, str]]:
+        return examples + [{"role": "user", "content": f"Data: {'a b c d ' * 40}\nQuestion: {text}"}]
+
+    other = examples + [{"role": "user", "content": "Idiom " * 120}, {"role": "assistant", "content": "x"},
+                        {"role": "user", "content": "Question: three?"}]
+    greedy = GenerationOptions(max_new_tokens=2, temperature=0.0, stop_after_code=False)
+    tiny.generate(question("one?"), dataclasses.replace(greedy, cache_key="first"))
+    tiny.generate(other, dataclasses.replace(greedy, cache_key="other"))
+    tiny.generate_many(other, 3, _sampled(2, cache_key="other"))  # samples fill free slots, not the views'
+    tiny.generate(question("two?"), dataclasses.replace(greedy, cache_key="first"))
+    reused, read = tiny.last_timings[0]["cache_n"], tiny.last_timings[0]["prompt_n"]
+    assert read < 15 and reused > 150, tiny.last_timings  # only "two?" and the turn's end were read
+    assert tiny._request(other, 1, dataclasses.replace(greedy, cache_key="other"))["id_slot"] == tiny.slots - 2
 
 
 def test_more_programs_than_slots_is_one_clear_error(tiny):

@@ -56,6 +56,10 @@ class GenerationOptions:
     # Stop one program early when this says so about its text so far (e.g. it starts replacing the
     # user's data). Checked after each token, per program: the others go on.
     stop_when: Callable[[str], bool] | None = field(default=None, repr=False, compare=False)
+    # Prompts asked with the same key are kept in the same place of the backend's prompt cache (a
+    # llama.cpp slot of their own), so that prompts of another kind asked between them do not push
+    # out the part they share: each of the careful method's views names itself. None: anywhere.
+    cache_key: str | None = None
 
     def temperature_for(self, samples: int) -> float:
         """The temperature to use when drawing ``samples`` completions of one prompt."""

@@ -116,6 +116,7 @@ class LlamaCppBackend(BatchingBackend):
     # prompt tokens): what benchmarks compare the binding's speed against.
     last_timings: list[dict[str, float]] = field(default_factory=list, repr=False)
     _socket_dir: str = field(default="", repr=False)
+    _pinned: dict[str, int] = field(default_factory=dict, repr=False)  # cache key -> its slot
 
     @property
     def dtype(self) -> str:
@@ -170,7 +171,27 @@ class LlamaCppBackend(BatchingBackend):
             body.update(top_k=TOP_K, top_p=options.top_p, min_p=0.0, samplers=SAMPLERS)
         if options.seed is not None:
             body["seed"] = options.seed
+        slot = self._slot_for(options.cache_key)
+        if slot is not None:
+            body["id_slot"] = slot
         return body
+
+    def _slot_for(self, key: str | None) -> int | None:
+        """The slot that prompts asked with cache ``key`` are kept in: the highest slots, one per key
+        in the order first asked, up to half of them (the others are left to llama.cpp's choice).
+
+        Why: llama.cpp otherwise puts a prompt in the idle slot whose cache shares most of its start,
+        so a prompt that shares only worked examples with another takes that one's slot and its cache
+        (the careful method's idioms prompt took the fixed examples' slot, and the next question's
+        first view prefilled ~470 tokens, not ~45). The samples of a request fill the lowest free
+        slots (and are cleared when done), so the highest are the ones that keep their cache."""
+        if key is None:
+            return None
+        if key not in self._pinned:
+            if len(self._pinned) >= self.slots // 2:
+                return None
+            self._pinned[key] = self.slots - 1 - len(self._pinned)
+        return self._pinned[key]
 
     def _stream(self, body: dict[str, Any], rows: list[_Row], options: GenerationOptions,
                 stats: dict[str, float]) -> Iterator[tuple[int, str]]:
@@ -268,6 +289,9 @@ def load_llamacpp(gguf_path: str | Path, name: str, threads: int | None = None, 
     params.kv_unified = True
     params.n_batch = params.n_ubatch = PREFILL_BATCH
     params.cache_ram_mib = PROMPT_CACHE_MIB
+    # Idle slots keep their prompts (by default llama.cpp moves them to its RAM cache whenever a request
+    # starts, and a request sent to its own slot, as the careful method's views are, then finds it empty).
+    params.cache_idle_slots = False
     params.cpuparams.n_threads = params.cpuparams_batch.n_threads = threads
     params.n_gpu_layers = 0
     params.hostnames = [os.path.join(socket_dir, "llama.sock")]

@@ -261,43 +261,57 @@ def _vote_round(session: Session, round_: _Round, index: int, messages: list[dic
 def _careful_round(session: Session, round_: _Round, index: int, messages: list[dict[str, str]],
                    notebook_text: str | None, style: str | None) -> list[Program]:
     """A round of the careful method (:mod:`.views`). The first: two independent greedy views (each
-    program run as soon as it is written); when they do not agree, ``samples`` programs sampled
-    from the first view's prompt join the vote. A repair round: one greedy correction of ``messages``."""
+    program run as soon as it is written); when they do not agree, the plan's third view writes a
+    greedy program (a question about data: the idioms most like it) and ``samples`` programs sampled
+    from its prompt (else the first view's) join the vote. A repair round: one greedy correction of
+    ``messages``."""
     if index > 1:
         candidates = round_.run(index, messages, session.question, count=1)
         session.programs.extend(candidates)
         session.vote = take_vote(candidates)
         return candidates
-    chosen = views.views_for(round_.variables, style)
-    program_views = [view for view in chosen if view.writes_program]
-    candidates = [Program(index=1, kind="initial", messages=[], sample=i + 1, samples=len(program_views),
-                          view=view.name) for i, view in enumerate(program_views)]
+    plan = views.plan_for(session.question, round_.variables, style)
+    program_views = [view for view in plan.views if view.writes_program]
+    candidates: list[Program] = []
     words: ProgramAnswer | None = None
-    for view in chosen:  # one after the other: the first answer shows early
+    for view in plan.views:  # one after the other: the first answer shows early
         if not view.writes_program:
             words = _words_view(session, round_, notebook_text)
             continue
-        program = candidates[program_views.index(view)]
-        program.messages = views.view_messages(view, session.question, round_.variables, notebook_text)
-        round_.observer.program_started(program)
-        round_.write(program, session.question)
+        program = _write_view(session, round_, view, len(candidates) + 1, len(program_views), notebook_text)
+        candidates.append(program)
         session.programs.append(program)
-    words_view = len(program_views) < len(chosen)
+    words_view = len(program_views) < len(plan.views)
     _join_round(session, round_, candidates, [], words, words_view=words_view)
     vote = session.vote
-    agreed = vote is not None and vote.winner is not None and vote.votes == len(chosen)
+    agreed = vote is not None and vote.winner is not None and vote.votes == len(plan.views)
     if agreed or round_.samples < 1:
         return candidates
-    first = candidates[0].messages
-    more = round_.samples
+    more = round_.samples + (plan.then is not None)
     if vote is not None and vote.winner is not None:
         session.weak_votes.append(WeakVote(1, vote.votes, vote.voters, vote.winner.answer,
                                            time.perf_counter() - round_.started, more,
                                            how="words" if words_view else "more"))
         round_.observer.more_programs(session, vote, more)
-    extra = round_.run(1, first, session.question, drawn=len(candidates), count=more, sampled=True)
+    sampled_from = candidates[0]
+    if plan.then is not None:
+        sampled_from = _write_view(session, round_, plan.then, len(candidates) + 1, len(candidates) + 1, notebook_text)
+        _join_round(session, round_, candidates, [sampled_from], words, words_view=words_view)
+    extra = round_.run(1, sampled_from.messages, session.question, drawn=len(candidates), count=round_.samples,
+                       sampled=sampled_from.view)
     _join_round(session, round_, candidates, extra, words, words_view=words_view)
     return candidates
+
+
+def _write_view(session: Session, round_: _Round, view: views.View, sample: int, samples: int,
+                notebook_text: str | None) -> Program:
+    """The program of one greedy view, written and run (program ``sample`` of ``samples`` so far)."""
+    program = Program(index=1, kind="initial", messages=views.view_messages(view, session.question, round_.variables,
+                                                                            notebook_text),
+                      sample=sample, samples=samples, view=view.name)
+    round_.observer.program_started(program)
+    round_.write(program, session.question)
+    return program
 
 
 def _words_view(session: Session, round_: _Round, notebook_text: str | None) -> ProgramAnswer | None:
@@ -434,10 +448,11 @@ class _Round:
         self.started = started  # when the question began (perf_counter): what WeakVote.seconds count from
 
     def run(self, index: int, messages: list[dict[str, str]], question: str, drawn: int = 0,
-            count: int | None = None, kind: str | None = None, sampled: bool = False) -> list[Program]:
+            count: int | None = None, kind: str | None = None, sampled: str | None = None) -> list[Program]:
         """``count`` (default ``samples``) programs for round ``index``, numbered after the ``drawn``
         ones the round already has. A "reasoned" program (after a words answer) is written greedily;
-        ``sampled`` ones (the careful method's after a disagreement) code-only, at its temperature."""
+        ``sampled`` ones (the careful method's after a disagreement, from the prompt of the view so
+        named) code-only, at its temperature."""
         kind = kind or ("initial" if index == 1 else "repair")
         count = self.samples if count is None else count
         programs = [
@@ -449,7 +464,7 @@ class _Round:
         options = self._options(drawn, greedy=kind == "reasoned")
         if sampled:
             temperature = views.ESCALATION_TEMPERATURE if options.temperature is None else options.temperature
-            options = dataclasses.replace(options, code_only=True, temperature=temperature)
+            options = dataclasses.replace(options, code_only=True, temperature=temperature, cache_key=sampled)
         replies = generate_candidates(self.backend, messages, count, options,
                                       on_token=lambda row, text: self.observer.token(programs[row], text))
         for program, reply in zip(programs, replies):
@@ -460,7 +475,7 @@ class _Round:
     def write(self, program: Program, question: str) -> None:
         """Write ``program`` greedily, code only (a careful view: its ``messages`` are set), and run it
         as soon as it is written."""
-        options = dataclasses.replace(self._options(greedy=True), code_only=True)
+        options = dataclasses.replace(self._options(greedy=True), code_only=True, cache_key=program.view)
         reply = generate_candidates(self.backend, program.messages, 1, options,
                                     on_token=lambda _row, text: self.observer.token(program, text))[0]
         self._read_reply(program, reply)
@@ -469,7 +484,8 @@ class _Round:
     def write_words(self, session: Session, notebook_text: str | None) -> str:
         """The question worked out in words, greedily (:mod:`.reasoning`), streamed to the observer."""
         options = dataclasses.replace(self.generation, temperature=None, seed=None, stop_after_code=False,
-                                      stop_when=None, code_only=False, max_new_tokens=reasoning.WORDS_TOKENS)
+                                      stop_when=None, code_only=False, max_new_tokens=reasoning.WORDS_TOKENS,
+                                      cache_key=views.WORDS.name)
         asked = reasoning.words_messages(session.question, notebook_text)
         return generate_candidates(self.backend, asked, 1, options,
                                    on_token=lambda _row, text: self.observer.reasoning_token(session, text))[0].text

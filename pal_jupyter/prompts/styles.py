@@ -130,6 +130,8 @@ PROMPT_STYLES: dict[str, PromptStyle] = {
                         tuple((e.question, e.reply()) for e in DATA_EXAMPLES)),
         DataPromptStyle("data-similar", "data-3shot, then the 2 pandas idioms most like the question",
                         DATA_SYSTEM, tuple((e.question, e.reply()) for e in DATA_EXAMPLES), idioms=2),
+        DataPromptStyle("data-fixed", "data-3shot, the user's data before the question", DATA_SYSTEM,
+                        tuple((e.question, e.reply()) for e in DATA_EXAMPLES), data_first=True),
         PromptStyle("data-0shot", "pandas on a described DataFrame, no worked examples; the data first", DATA_SYSTEM,
                     (), data_first=True),
     )
@@ -139,6 +141,9 @@ DEFAULT_STYLE = "chat-2shot"
 #: For questions about the user's variables (``--use``): measured on the DataFrame suite
 #: (docs/benchmarks.md, "Prompts for questions about your data").
 DATA_STYLE = "data-similar"
+#: The careful method's first view of a question about data: the whole prompt but the question is the
+#: same as the last question's about the same data, so it is read from the cache ("Careful first").
+DATA_FIXED_STYLE = "data-fixed"
 FEW_SHOT = PROMPT_STYLES[DEFAULT_STYLE].examples
 
 
