@@ -381,19 +381,17 @@ SINGLES = {
     "zero": "zero (code only)",
     "shots": "shots (code only)",
     "fixed": "fixed (data first, fixed examples, code only)",
-    "cfixed": "cfixed (fixed examples and every chart idiom, data first)",
     "words": "words (the answer the words end on)",
     "reasoned": "reasoned (words, then its program)",
 }
 #: Two greedy views, and the view whose samples join them when they disagree.
 PAIRS = (("shots", "zero", "t04"), ("shots", "plain", "t04"), ("shots", "reasoned", "t04"),
          ("zero", "reasoned", "t04"), ("shots", "words", "t04"), ("zero", "words", "t04"), ("reasoned", "shots", "t04"),
-         ("reasoned", "words", "t04"), ("fixed", "zero", "t04f"), ("fixed", "zero", "t04"), ("shots", "fixed", "t04"), ("cfixed", "zero", "t04c"))
+         ("reasoned", "words", "t04"), ("fixed", "zero", "t04f"), ("fixed", "zero", "t04"), ("shots", "fixed", "t04"))
 
 
-def _rules(collected: set[str], chart_views: set[str] = frozenset()) -> dict[str, Rule]:
-    """The rules the ``collected`` views can price (samples count as collected where any question has them);
-    ``chart_views``: those collected for every question that asks for a chart (rules that ask them of charts only)."""
+def _rules(collected: set[str]) -> dict[str, Rule]:
+    """The rules the ``collected`` views can price (samples count as collected where any question has them)."""
     rules: dict[str, Rule] = {label: _single(view) for view, label in SINGLES.items() if view in collected}
     for first, second, samples in PAIRS:
         if not {first, second} <= collected:
@@ -414,15 +412,6 @@ def _rules(collected: set[str], chart_views: set[str] = frozenset()) -> dict[str
         rules["fixed+zero, else shots + 2 x t04 join"] = _then_view("fixed", "zero", "shots", "t04", 2)
         rules["charts: shots+zero, else +4 x t04; others: fixed+zero, else shots + 4 x t04 join"] = _by_kind(
             _careful("shots", "zero", "t04", 4), _then_view("fixed", "zero", "shots", "t04"))
-    if "cfixed" in chart_views and {"zero", "shots", "fixed", "t04"} <= collected:
-        others = _then_view("fixed", "zero", "shots", "t04")
-        rules["charts: cfixed+zero, else shots + 4 x t04 join; others as the default"] = _by_kind(
-            _then_view("cfixed", "zero", "shots", "t04"), others)
-        if "t04c" in chart_views:
-            rules["charts: cfixed+zero, else +4 x t04c; others as the default"] = _by_kind(
-                _careful("cfixed", "zero", "t04c", 4), others)
-    if {"cfixed", "zero", "shots", "t04"} <= collected:
-        rules["cfixed+zero, else shots + 4 x t04 join"] = _then_view("cfixed", "zero", "shots", "t04")
     if {"fixed", "zero", "shots", "t04f"} <= collected:
         rules["fixed+zero, else shots + 4 x t04f join"] = _then_view("fixed", "zero", "shots", "t04f")
     if {"shots", "words", "reasoned", "t04"} <= collected:
@@ -453,11 +442,8 @@ def score(paths: Sequence[str], rates: dict[str, Any] | None = None) -> None:
         print(f"{'rule':<58} {'right':>9} {'s mean':>7} {'median':>7} {'p90':>6} {'tokens':>7} {'sure':>5} {'sure right':>10}")
         candidates = [(r, _candidates(r, frames)) for r in chosen]
         every = set.intersection(*(set(r["views"]) for r in chosen))
-        # a view collected for every question that asks for a chart serves the rules that ask it of charts only
-        charts = [set(r["views"]) for r in chosen if prompts.asks_for_chart(r["question"])]
-        chart_views = set.intersection(*charts) if charts else set()
-        sampled = {v for r in chosen for v in r["views"] if v in ("t04", "t04f", "t04c", "t07")}
-        for name, rule in _rules(every | sampled, chart_views | sampled).items():
+        sampled = {v for r in chosen for v in r["views"] if v in ("t04", "t04f", "t07")}
+        for name, rule in _rules(every | sampled).items():
             right, seconds, tokens, sure, sure_right = 0, [], [], 0, 0
             MISSING_SAMPLES.clear()
             for record, views in candidates:

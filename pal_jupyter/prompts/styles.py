@@ -73,13 +73,9 @@ class DataPromptStyle(PromptStyle):
     up to ``idioms`` short examples of the pandas idioms most like the question (:data:`DATA_IDIOMS`)."""
 
     idioms: int = 0
-    # Every chart idiom, the same for every question (so the whole prompt but the question is cached)
-    charts: bool = False
 
     def turns(self, question: str) -> tuple[tuple[str, str], ...]:
         chosen = _idiom_index().most_similar(question, self.idioms) if self.idioms else []
-        if self.charts:
-            chosen = [idiom for idiom in DATA_IDIOMS if "plot" in idiom.code]
         return _data_turns(self.examples) + tuple((_idiom_text(idiom), idiom.reply()) for idiom in chosen)
 
 
@@ -136,8 +132,6 @@ PROMPT_STYLES: dict[str, PromptStyle] = {
                         DATA_SYSTEM, tuple((e.question, e.reply()) for e in DATA_EXAMPLES), idioms=2),
         DataPromptStyle("data-fixed", "data-3shot, the user's data before the question", DATA_SYSTEM,
                         tuple((e.question, e.reply()) for e in DATA_EXAMPLES), data_first=True),
-        DataPromptStyle("data-charts", "data-fixed, then every chart idiom", DATA_SYSTEM,
-                        tuple((e.question, e.reply()) for e in DATA_EXAMPLES), data_first=True, charts=True),
         PromptStyle("data-0shot", "pandas on a described DataFrame, no worked examples; the data first", DATA_SYSTEM,
                     (), data_first=True),
     )
