@@ -55,7 +55,7 @@ from typing import Any
 
 from pal_jupyter.backends import GenerationOptions, generate_candidates, load_model
 from pal_jupyter import prompts
-from pal_jupyter.engine import reasoning
+from pal_jupyter.engine import reasoning, views as product_views
 from pal_jupyter.engine.grading import expected_of, is_correct, question_of
 from pal_jupyter.engine.extraction import extract_code
 from pal_jupyter.engine.filters import named_values
@@ -126,23 +126,26 @@ def collect_question(backend: Any, pool: KernelPool, row: dict[str, Any], seed: 
     zero_style, shots_style = ("data-0shot", "data-similar") if data else ("chat-0shot", "chat-2shot")
     zero = prompts.pal_messages(question, variables, style=zero_style)
     shots = prompts.pal_messages(question, variables, style=shots_style)
-    shots_key = "idioms" if data else "shots"  # the product's view of that prompt
+    # each prompt on the cache key of the product's view that asks it
+    zero_key = product_views.DATA_ZERO.name
+    shots_key = (product_views.DATA_IDIOMS if data else product_views.SHOTS).name
+    fixed_key = product_views.DATA_FIXED.name
     greedy = GenerationOptions(max_new_tokens=MAX_TOKENS, temperature=0.0)
     code = GenerationOptions(max_new_tokens=MAX_TOKENS, temperature=0.0, code_only=True)
     views = {}
     if "plain" in wanted:
-        views["plain"] = _ask(backend, zero, 1, greedy, pool, variables, key="zero")
+        views["plain"] = _ask(backend, zero, 1, greedy, pool, variables, key=zero_key)
     if "zero" in wanted:
-        views["zero"] = _ask(backend, zero, 1, code, pool, variables, key="zero")
+        views["zero"] = _ask(backend, zero, 1, code, pool, variables, key=zero_key)
     if "shots" in wanted:
         views["shots"] = _ask(backend, shots, 1, code, pool, variables, key=shots_key)
     fixed = prompts.pal_messages(question, variables, style=prompts.DATA_FIXED_STYLE) if data else []
     if data and "fixed" in wanted:
-        views["fixed"] = _ask(backend, fixed, 1, code, pool, variables, key="fixed")
+        views["fixed"] = _ask(backend, fixed, 1, code, pool, variables, key=fixed_key)
     if not data and "words" in wanted:
         words = _ask(backend, reasoning.words_messages(question), 1,
                      GenerationOptions(max_new_tokens=reasoning.WORDS_TOKENS, temperature=0.0,
-                                       stop_after_code=False), None, variables, key="words")
+                                       stop_after_code=False), None, variables, key=product_views.WORDS.name)
         views["words"] = words
     if not data and "reasoned" in wanted and "words" in views:
         views["reasoned"] = _ask(backend, reasoning.program_messages(question, words["texts"][0]), 1, code, pool,
@@ -158,7 +161,7 @@ def collect_question(backend: Any, pool: KernelPool, row: dict[str, Any], seed: 
     if data and "t04f" in wanted and (not _agree(views) or "t04f!" in wanted):
         views["t04f"] = _ask(backend, fixed, 4, GenerationOptions(max_new_tokens=MAX_TOKENS, temperature=0.4,
                                                                   seed=seed + 1, code_only=True), pool, variables,
-                             key="fixed")
+                             key=fixed_key)
     expected = expected_of(row)
     return {"question": question, "expected": expected, "category": row.get("category", "gsm8k"), "views": views}
 

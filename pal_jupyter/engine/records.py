@@ -212,7 +212,8 @@ class Program:
         NoOutput (it ran and printed nothing), MissingValue (it printed nan or None), NotANumber (a
         table where one number was asked for), NotAName (a number where a name was asked for), EmptyChart
         (a chart that drew no data), NotGrouped (more bars than the column it is per has values),
-        WrongChartKind (a bar chart where the question asks for a line chart, and so on), IgnoresFilter (it never uses a value or a period of the data the question names) or WrongAnswer."""
+        WrongChartKind (a bar chart where the question asks for a line chart, and so on), IgnoresFilter
+        (it never uses a value or a period of the data the question names) or WrongAnswer."""
         if self.code is None:
             return "NoCode"
         if self.refusal is not None:

@@ -113,6 +113,8 @@ class SimilarPromptStyle(PromptStyle):
         return tuple(retrieval.similar_examples(question, self.shots))
 
 
+_DATA_TURNS = tuple((e.question, e.reply()) for e in DATA_EXAMPLES)  # the data prompts' fixed examples
+
 PROMPT_STYLES: dict[str, PromptStyle] = {
     style.name: style
     for style in (
@@ -127,11 +129,11 @@ PROMPT_STYLES: dict[str, PromptStyle] = {
         # What pal-jupyter train fine-tunes on (training.TRAINED_STYLE), and so what its adapters are asked with.
         PromptStyle("chat-0shot", "flat script that prints, no worked examples", SYSTEM, ()),
         DataPromptStyle("data-3shot", "pandas on a described DataFrame, 3 worked examples", DATA_SYSTEM,
-                        tuple((e.question, e.reply()) for e in DATA_EXAMPLES)),
+                        _DATA_TURNS),
         DataPromptStyle("data-similar", "data-3shot, then the 2 pandas idioms most like the question",
-                        DATA_SYSTEM, tuple((e.question, e.reply()) for e in DATA_EXAMPLES), idioms=2),
+                        DATA_SYSTEM, _DATA_TURNS, idioms=2),
         DataPromptStyle("data-fixed", "data-3shot, the user's data before the question", DATA_SYSTEM,
-                        tuple((e.question, e.reply()) for e in DATA_EXAMPLES), data_first=True),
+                        _DATA_TURNS, data_first=True),
         PromptStyle("data-0shot", "pandas on a described DataFrame, no worked examples; the data first", DATA_SYSTEM,
                     (), data_first=True),
     )
