@@ -19,12 +19,16 @@ resumes). The views:
   code only;
 * ``fixed`` (data questions): one greedy program after the three fixed worked examples, the user's data
   before the question (``data-fixed``): the whole prompt but the question is cached, code only;
+* ``inline`` (data questions): one greedy program after the three fixed worked examples, the user's
+  data, then the two idioms most like the question in the question's own turn (``data-inline``);
+  asked on the ``fixed`` view's cache key, after it (for a chart question, before it), as the
+  product does: it prefills only the idioms and the question;
 * ``words`` (word problems): the step-by-step answer in words after three worked examples, as the
   product asks it (:mod:`pal_jupyter.prompts.words`); ``reasoned``: the program written after it;
 * ``t07``: 5 programs sampled at temperature 0.7 from the worked-examples prompt, as the product
   drew them until now; ``t04``: 4 programs sampled at 0.4, code only, collected only where the
   greedy views (the words included) disagree (no rule asks for them elsewhere; ``t04!`` collects
-  them always); ``t04f``: the same from the ``fixed`` prompt.
+  them always); ``t04f``: the same from the ``fixed`` prompt, ``t04n`` from the ``inline`` prompt.
 
 Each view records its programs (code, what they printed, errors), its tokens and its seconds, so
 that ``score`` can price a rule by the views it asks for. ``score`` rebuilds each program's record
@@ -116,7 +120,7 @@ def _ask(backend: Any, messages: list[dict[str, str]], n: int, options: Generati
     return view
 
 
-VIEWS = ("plain", "zero", "shots", "fixed", "words", "reasoned", "t07", "t04", "t04f")
+VIEWS = ("plain", "zero", "shots", "fixed", "inline", "words", "reasoned", "t07", "t04", "t04f", "t04n")
 
 
 def collect_question(backend: Any, pool: KernelPool, row: dict[str, Any], seed: int,
@@ -140,8 +144,12 @@ def collect_question(backend: Any, pool: KernelPool, row: dict[str, Any], seed: 
     if "shots" in wanted:
         views["shots"] = _ask(backend, shots, 1, code, pool, variables, key=shots_key)
     fixed = prompts.pal_messages(question, variables, style=prompts.DATA_FIXED_STYLE) if data else []
-    if data and "fixed" in wanted:
-        views["fixed"] = _ask(backend, fixed, 1, code, pool, variables, key=fixed_key)
+    inline = prompts.pal_messages(question, variables, style="data-inline") if data else []
+    chart = prompts.asks_for_chart(question)
+    # the order the product asks them in: a chart question begins with the idioms, others with `fixed`
+    for name, messages in ((("inline", inline), ("fixed", fixed)) if chart else (("fixed", fixed), ("inline", inline))):
+        if data and name in wanted:
+            views[name] = _ask(backend, messages, 1, code, pool, variables, key=fixed_key)
     if not data and "words" in wanted:
         words = _ask(backend, reasoning.words_messages(question), 1,
                      GenerationOptions(max_new_tokens=reasoning.WORDS_TOKENS, temperature=0.0,
@@ -162,6 +170,10 @@ def collect_question(backend: Any, pool: KernelPool, row: dict[str, Any], seed: 
         views["t04f"] = _ask(backend, fixed, 4, GenerationOptions(max_new_tokens=MAX_TOKENS, temperature=0.4,
                                                                   seed=seed + 1, code_only=True), pool, variables,
                              key=fixed_key)
+    if data and "t04n" in wanted and (not _agree(views) or "t04n!" in wanted):
+        views["t04n"] = _ask(backend, inline, 4, GenerationOptions(max_new_tokens=MAX_TOKENS, temperature=0.4,
+                                                                   seed=seed + 1, code_only=True), pool, variables,
+                             key=fixed_key)
     expected = expected_of(row)
     return {"question": question, "expected": expected, "category": row.get("category", "gsm8k"), "views": views}
 
@@ -169,7 +181,7 @@ def collect_question(backend: Any, pool: KernelPool, row: dict[str, Any], seed: 
 def _agree(views: dict[str, Any]) -> bool:
     """Whether every greedy view collected so far gave the same usable answer (then no rule samples more)."""
     answers = [read_answer(_execution(views[name]["programs"][0]))
-               for name in ("plain", "zero", "shots", "fixed", "reasoned") if name in views]
+               for name in ("plain", "zero", "shots", "fixed", "inline", "reasoned") if name in views]
     if "words" in views:
         answers.append(read_answer(_execution(_words_program(views["words"]["texts"][0]))))
     return all(a is not None for a in answers) and all(a.same_as(answers[0]) for a in answers)
@@ -256,6 +268,11 @@ def _words_program(text: str) -> dict[str, Any]:
             "outputs": [], "error": None}
 
 
+#: Whether an answer the samples agree on (80 % of the vote) after the first views disagreed counts as
+#: sure, as the product showed it until the change "Sure only when the first views agree"
+#: (docs/benchmarks.md); set PAL_BENCH_SURE_AFTER_DISAGREEMENT=1 to score the rules that way.
+SURE_AFTER_DISAGREEMENT = os.environ.get("PAL_BENCH_SURE_AFTER_DISAGREEMENT") == "1"
+
 #: Questions where a rule wanted samples that were not collected (it then stopped at its two views).
 MISSING_SAMPLES: set[int] = set()
 
@@ -324,7 +341,8 @@ def _with_samples(views: dict[str, list[Candidate]], record: dict[str, Any], gre
         MISSING_SAMPLES.add(record["i"])
         return _first_good(greedy), False, used
     winner, weight, total = _vote(greedy + views[escalate][:n], weights)
-    return winner, weight >= 0.8 * total, [*used, f"{escalate}:{n}"]
+    # As the product now shows it (Session.confidence): never sure once the first views disagreed.
+    return winner, SURE_AFTER_DISAGREEMENT and weight >= 0.8 * total, [*used, f"{escalate}:{n}"]
 
 
 def _three(first: str, second: str, third: str, escalate: str, n: int = 4) -> Rule:
@@ -384,13 +402,15 @@ SINGLES = {
     "zero": "zero (code only)",
     "shots": "shots (code only)",
     "fixed": "fixed (data first, fixed examples, code only)",
+    "inline": "inline (fixed examples, data, idioms, code only)",
     "words": "words (the answer the words end on)",
     "reasoned": "reasoned (words, then its program)",
 }
 #: Two greedy views, and the view whose samples join them when they disagree.
 PAIRS = (("shots", "zero", "t04"), ("shots", "plain", "t04"), ("shots", "reasoned", "t04"),
          ("zero", "reasoned", "t04"), ("shots", "words", "t04"), ("zero", "words", "t04"), ("reasoned", "shots", "t04"),
-         ("reasoned", "words", "t04"), ("fixed", "zero", "t04f"), ("fixed", "zero", "t04"), ("shots", "fixed", "t04"))
+         ("reasoned", "words", "t04"), ("fixed", "zero", "t04f"), ("fixed", "zero", "t04"), ("shots", "fixed", "t04"),
+         ("inline", "zero", "t04n"), ("fixed", "zero", "t04n"))
 
 
 def _rules(collected: set[str]) -> dict[str, Rule]:
@@ -417,6 +437,15 @@ def _rules(collected: set[str]) -> dict[str, Rule]:
             _careful("shots", "zero", "t04", 4), _then_view("fixed", "zero", "shots", "t04"))
     if {"fixed", "zero", "shots", "t04f"} <= collected:
         rules["fixed+zero, else shots + 4 x t04f join"] = _then_view("fixed", "zero", "shots", "t04f")
+    if {"fixed", "zero", "inline", "t04n"} <= collected:
+        rules["fixed+zero, else inline + 4 x t04n join"] = _then_view("fixed", "zero", "inline", "t04n")
+        rules["fixed+zero, else inline + 2 x t04n join"] = _then_view("fixed", "zero", "inline", "t04n", 2)
+        rules["fixed+zero, else inline decides, else +4 x t04n"] = _tiebreak("fixed", "zero", "inline", "t04n")
+        rules["charts: inline+zero, else +4 x t04n; others: fixed+zero, else inline + 4 x t04n join"] = _by_kind(
+            _careful("inline", "zero", "t04n", 4), _then_view("fixed", "zero", "inline", "t04n"))
+    if {"shots", "words", "plain", "t04"} <= collected:
+        rules["shots+words, else plain decides, else +4 x t04"] = _tiebreak("shots", "words", "plain", "t04")
+        rules["shots+words, else plain decides, else +2 x t04"] = _tiebreak("shots", "words", "plain", "t04", 2)
     if {"shots", "words", "reasoned", "t04"} <= collected:
         rules["shots+words, else reasoned decides, else +4 x t04"] = _tiebreak("shots", "words", "reasoned", "t04")
     return rules
@@ -445,7 +474,7 @@ def score(paths: Sequence[str], rates: dict[str, Any] | None = None) -> None:
         print(f"{'rule':<58} {'right':>9} {'s mean':>7} {'median':>7} {'p90':>6} {'tokens':>7} {'sure':>5} {'sure right':>10}")
         candidates = [(r, _candidates(r, frames)) for r in chosen]
         every = set.intersection(*(set(r["views"]) for r in chosen))
-        sampled = {v for r in chosen for v in r["views"] if v in ("t04", "t04f", "t07")}
+        sampled = {v for r in chosen for v in r["views"] if v in ("t04", "t04f", "t04n", "t07")}
         for name, rule in _rules(every | sampled).items():
             right, seconds, tokens, sure, sure_right = 0, [], [], 0, 0
             MISSING_SAMPLES.clear()

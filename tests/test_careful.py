@@ -92,10 +92,18 @@ def test_a_data_question_whose_views_disagree_asks_the_idioms_then_samples_them(
     idioms = prompts.pal_messages(question, {"sales": sales}, style=prompts.DATA_STYLE)
     assert model.calls[2] == idioms and model.calls[3] == idioms  # the samples come from the idioms' prompt
     assert model.options[2].temperature_for(1) == 0 and model.options[3].temperature_for(2) == views.ESCALATION_TEMPERATURE
+    # the idioms' prompt begins as the fixed examples' does (the examples, then the data): one llama.cpp
+    # slot holds both, so the idioms and their samples read only the idioms and the question afresh
+    assert [o.cache_key for o in model.options] == ["data", "zero", "data", "data"]
+    assert idioms[:-1] == model.calls[0][:-1]
+    assert idioms[-1]["content"].startswith(model.calls[0][-1]["content"].split("Question:")[0])
     assert [a.view for a in session.programs] == ["fixed", "zero", "idioms", None, None]
     assert [a.sample for a in session.programs] == [1, 2, 3, 4, 5] and {a.samples for a in session.programs} == {5}
     assert session.answer == "8" and session.vote.votes == 4 and session.vote.voters == 5
     assert session.weak_votes[0].more == 3  # the idioms' program and 2 samples
+    # 4 of 5 would be sure, but the first two views disagreed: shown for checking, never as sure
+    assert session.vote.confidence == "high" and session.views_disagreed and session.confidence == "medium"
+    assert doubt_message(session).startswith("4 of 5 programs agree on this answer, but not all: check the steps")
 
 
 def test_a_chart_question_is_asked_with_idioms_first(pool):

@@ -123,6 +123,24 @@ def test_prompts_with_their_own_cache_keys_keep_their_caches(tiny):
     assert tiny._request(other, 1, dataclasses.replace(greedy, cache_key="other"))["id_slot"] == tiny.slots - 2
 
 
+def test_two_prompts_on_one_cache_key_read_only_what_follows_their_common_start(tiny):
+    """The data view's fixed examples, then on the same key the idioms' prompt (the same examples and
+    data, then the idioms): the idioms read only themselves and the question, and the next question
+    about the same data only itself."""
+    examples = [{"role": "system", "content": "Write Python. " + "Worked example. " * 60}]
+    data = f"Data: {'a b c d ' * 40}\n"
+
+    def asked(text: str) -> list[dict[str, str]]:
+        return examples + [{"role": "user", "content": data + text}]
+
+    greedy = GenerationOptions(max_new_tokens=2, temperature=0.0, stop_after_code=False, cache_key="data")
+    tiny.generate(asked("Question: one?"), greedy)
+    tiny.generate(asked("Idioms: x = 1\nQuestion: one?"), greedy)
+    assert tiny.last_timings[0]["cache_n"] > 200 and tiny.last_timings[0]["prompt_n"] < 60, tiny.last_timings
+    tiny.generate(asked("Question: two?"), greedy)
+    assert tiny.last_timings[0]["cache_n"] > 200 and tiny.last_timings[0]["prompt_n"] < 30, tiny.last_timings
+
+
 def test_more_programs_than_slots_is_one_clear_error(tiny):
     with pytest.raises(PalError, match="at most 16 programs"):
         tiny.generate_many(MESSAGES, 17, _sampled(4))

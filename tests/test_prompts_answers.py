@@ -9,6 +9,7 @@ from pal_jupyter.engine import reasoning
 from pal_jupyter.engine.answers import numbers_match, parse_number, reference_answer
 from pal_jupyter.kernels import ErrorInfo, ExecutionResult, StopReason
 from pal_jupyter.prompts.data_examples import DATA_EXAMPLES, DATA_IDIOMS, example_frames
+from pal_jupyter.prompts.styles import INLINE_IDIOMS_INTRO
 from pal_jupyter.prompts.feedback import ignores_period, number_for_name
 from pal_jupyter.prompts.worked_examples import WORKED_EXAMPLES
 
@@ -88,6 +89,26 @@ def test_the_similar_data_prompt_adds_the_idioms_the_question_needs_after_the_fi
     shown = "".join(m["content"] for m in product)
     assert "income.groupby(rentals[\"shop\"]).sum()" in shown and "- `rentals`: pandas DataFrame, 6 rows" in shown
     assert "Use `trips` (described above)" not in product[-2]["content"]
+
+
+def test_the_inline_idioms_come_after_the_data_so_that_only_they_and_the_question_are_read_afresh():
+    sales = pd.DataFrame({"region": ["East", "West"], "units": [3, 5]})
+    pivot = "Make a pivot table of units with regions as rows. What is the value for East? Print just the number."
+    messages = prompts.pal_messages(pivot, {"sales": sales}, style="data-inline")
+    fixed = prompts.pal_messages(pivot, {"sales": sales}, style=prompts.DATA_FIXED_STYLE)
+    assert messages[:-1] == fixed[:-1]  # the system message and the fixed examples, as the `fixed` view asks
+    turn = messages[-1]["content"]
+    data, _, rest = turn.partition(INLINE_IDIOMS_INTRO)
+    assert fixed[-1]["content"].startswith(data)  # then the same data: all of it in llama.cpp's cache
+    assert "- `sales`: pandas DataFrame, 2 rows x 2 columns" in data
+    idioms, _, asked = rest.partition("\n\nQuestion: ")
+    assert "Q: Make a pivot table" in idioms and "pivot_table(" in idioms and "`trips`: pandas" not in idioms
+    assert asked.startswith(pivot + "\nAnswer it from `sales` as described above")
+    merge = prompts.pal_messages("Match orders to customers by customer_id: how many?", {"sales": sales},
+                                 style="data-inline")[-1]["content"]
+    assert "(uses `trips`, `stations`)" in merge  # an idiom on other frames says which; its code shows their columns
+    other = prompts.pal_messages("Draw a bar chart of the units per region.", {"sales": sales}, style="data-inline")
+    assert other[-1]["content"].startswith(data) and other[-1]["content"] != turn
 
 
 def test_the_zero_shot_data_prompt_puts_the_data_first_so_the_next_question_prefills_only_itself():

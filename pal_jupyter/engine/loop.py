@@ -285,6 +285,7 @@ def _careful_round(session: Session, round_: _Round, index: int, messages: list[
     _join_round(session, round_, candidates, [], words, words_view=words_view)
     vote = session.vote
     agreed = vote is not None and vote.winner is not None and vote.votes == len(plan.views)
+    session.views_disagreed = not agreed
     if agreed or round_.samples < 1:
         return candidates
     more = round_.samples + (plan.then is not None)
@@ -293,12 +294,13 @@ def _careful_round(session: Session, round_: _Round, index: int, messages: list[
                                            time.perf_counter() - round_.started, more,
                                            how="words" if words_view else "more"))
         round_.observer.more_programs(session, vote, more)
-    sampled_from = candidates[0]
+    sampled_from, source = candidates[0], program_views[0]
     if plan.then is not None:
         sampled_from = _write_view(session, round_, plan.then, len(candidates) + 1, len(candidates) + 1, notebook_text)
+        source = plan.then
         _join_round(session, round_, candidates, [sampled_from], words, words_view=words_view)
     extra = round_.run(1, sampled_from.messages, session.question, drawn=len(candidates), count=round_.samples,
-                       sampled=sampled_from.view)
+                       sampled=source.cache_key)
     _join_round(session, round_, candidates, extra, words, words_view=words_view)
     return candidates
 
@@ -310,7 +312,7 @@ def _write_view(session: Session, round_: _Round, view: views.View, sample: int,
                                                                             notebook_text),
                       sample=sample, samples=samples, view=view.name)
     round_.observer.program_started(program)
-    round_.write(program, session.question)
+    round_.write(program, session.question, view.cache_key)
     return program
 
 
@@ -451,8 +453,8 @@ class _Round:
             count: int | None = None, kind: str | None = None, sampled: str | None = None) -> list[Program]:
         """``count`` (default ``samples``) programs for round ``index``, numbered after the ``drawn``
         ones the round already has. A "reasoned" program (after a words answer) is written greedily;
-        ``sampled`` ones (the careful method's after a disagreement, from the prompt of the view so
-        named) code-only, at its temperature."""
+        ``sampled`` ones (the careful method's after a disagreement, from the prompt of a view whose
+        cache key ``sampled`` is) code-only, at its temperature."""
         kind = kind or ("initial" if index == 1 else "repair")
         count = self.samples if count is None else count
         programs = [
@@ -472,10 +474,10 @@ class _Round:
         self._complete(programs, question)
         return programs
 
-    def write(self, program: Program, question: str) -> None:
-        """Write ``program`` greedily, code only (a careful view: its ``messages`` are set), and run it
-        as soon as it is written."""
-        options = dataclasses.replace(self._options(greedy=True), code_only=True, cache_key=program.view)
+    def write(self, program: Program, question: str, cache_key: str | None = None) -> None:
+        """Write ``program`` greedily, code only (a careful view: its ``messages`` are set; its prompt
+        kept in llama.cpp's slot for ``cache_key``), and run it as soon as it is written."""
+        options = dataclasses.replace(self._options(greedy=True), code_only=True, cache_key=cache_key)
         reply = generate_candidates(self.backend, program.messages, 1, options,
                                     on_token=lambda _row, text: self.observer.token(program, text))[0]
         self._read_reply(program, reply)
@@ -485,7 +487,7 @@ class _Round:
         """The question worked out in words, greedily (:mod:`.reasoning`), streamed to the observer."""
         options = dataclasses.replace(self.generation, temperature=None, seed=None, stop_after_code=False,
                                       stop_when=None, code_only=False, max_new_tokens=reasoning.WORDS_TOKENS,
-                                      cache_key=views.WORDS.name)
+                                      cache_key=views.WORDS.cache_key)
         asked = reasoning.words_messages(session.question, notebook_text)
         return generate_candidates(self.backend, asked, 1, options,
                                    on_token=lambda _row, text: self.observer.reasoning_token(session, text))[0].text

@@ -19,11 +19,18 @@ fails, a question about data gets a third greedy program, from the idioms most l
 word problem: from the first view's), and they all join the vote, where every program counts one
 and the words answer one more for the programs it agrees with.
 
-Why the fixed examples first for data, not the idioms: the idioms change with the question, so
-their prompt is read afresh for every question (672 tokens on average on the DataFrame suite, 37 s
-on a 2-core AVX2 CPU), where the fixed examples' prompt prefills ~45; the idioms answer more
-questions, so they are kept for the questions where the two cheap views disagree. Each view keeps
-its prompt in a cache slot of its own (``GenerationOptions.cache_key``, its name).
+Why the fixed examples first for data, and the idioms inside the question's turn: the idioms change
+with the question. Shown as worked examples of their own before the question, they came before the
+data, so the data (~470 tokens on the DataFrame suite) was read afresh with them for every question
+(727 tokens on average, 40 s on a 2-core AVX2 CPU). Now the idioms' prompt is the fixed examples'
+prompt with the idioms between the data and the question (``data-inline``), and the two views keep
+their prompts in one llama.cpp slot (``cache_key`` "data"): after the fixed examples' program, the
+idioms read only themselves and the question (230 tokens on average); the fixed examples' prompt
+prefills ~45 for the next question about the same data. Every other view keeps its prompt in a slot
+of its own (``GenerationOptions.cache_key``, its name).
+
+When the two first views disagree, the answer is never shown as sure, however many of the programs
+written after them agree (:attr:`~.records.Session.confidence`).
 
 Why not five sampled programs from the start, as before: on 2 CPU cores five programs cost about
 2.5 times one, and on questions about data the sampled programs of the 1.5B default model are worse
@@ -53,10 +60,17 @@ class View:
     name: str
     help: str
     style: str | None = None
+    # The llama.cpp cache slot its prompt is kept in (GenerationOptions.cache_key); its name unless it
+    # shares one with a view whose prompt begins the same way (then each reads only what differs).
+    cache: str | None = None
 
     @property
     def writes_program(self) -> bool:
         return self.style is not None
+
+    @property
+    def cache_key(self) -> str:
+        return self.cache or self.name
 
 
 @dataclass(frozen=True)
@@ -77,9 +91,10 @@ class Plan:
 SHOTS = View("shots", "worked examples, one greedy program", style=prompts.DEFAULT_STYLE)
 WORDS = View("words", "the question worked out in words, step by step; the number it ends on votes")
 DATA_FIXED = View("fixed", "three fixed pandas examples, the data before the question, one greedy program",
-                  style=prompts.DATA_FIXED_STYLE)
+                  style=prompts.DATA_FIXED_STYLE, cache="data")
 DATA_ZERO = View("zero", "the data described, no worked examples, one greedy program", style="data-0shot")
-DATA_IDIOMS = View("idioms", "pandas idioms like the question's, one greedy program", style=prompts.DATA_STYLE)
+DATA_IDIOMS = View("idioms", "the fixed pandas examples, the data, then the idioms like the question's, one greedy "
+                   "program", style=prompts.DATA_STYLE, cache="data")
 
 #: A word problem; a question about the user's data (``--use``); one that asks for a chart of it.
 WORD_PLAN = Plan(SHOTS, WORDS)

@@ -83,6 +83,7 @@ _USE_AS_IS = (
     "data. Use them as they are: do not create them, load them from files, or replace them "
     "with sample data."
 )
+_ONLY_THESE = "Answer it from {} as described above: the examples' frames are not in the session."
 DATA_INSTRUCTIONS = "End by printing the answer (just the number, when the question asks for a number)."
 # A chart is checked by the data it draws (engine.charts): the numbers printed first show the user
 # what it plots, and the title and labels say what the chart shows.
@@ -105,20 +106,26 @@ def look_text(output: str) -> str:
 
 
 def question_text(question: str, variables: Mapping[str, Any] | None, look: str | None = None,
-                  data_first: bool = False) -> str:
+                  data_first: bool = False, examples: str | None = None) -> str:
     """The question, and for one about the user's variables what they hold (and the data look's
     output, once there is one: :mod:`pal_jupyter.engine.data_look`).
 
     ``data_first``: the data before the question, not after it. The next question about the same
     data then begins with the same tokens, which llama.cpp has cached, so it prefills only itself;
     and the zero-shot prompt answered more questions so (docs/benchmarks.md, "The data first").
+    ``examples`` (with ``data_first``): a style's examples chosen for the question, shown between the
+    data and the question, so that they are all that is read afresh for the next question about the
+    same data (:class:`~.styles.DataPromptStyle`, ``idioms_inline``).
     """
     if not variables:
         return question
     instructions = CHART_INSTRUCTIONS if asks_for_chart(question) else DATA_INSTRUCTIONS
     data = describe_variables(variables)
     if data_first:
-        parts = [f"{_USE_AS_IS}\n{data}", *([look_text(look)] if look else []), f"Question: {question}\n{instructions}"]
+        # After examples about other frames the 1.5B model wrote their names (`trips`): say whose data it is.
+        only = f"\n{_ONLY_THESE.format(', '.join(f'`{name}`' for name in variables))}" if examples else ""
+        parts = [f"{_USE_AS_IS}\n{data}", *([look_text(look)] if look else []), *([examples] if examples else []),
+                 f"Question: {question}{only}\n{instructions}"]
         return "\n\n".join(parts)
     text = f"{question}\n\n{_USE_AS_IS} {instructions}\n{data}"
     return f"{text}\n\n{look_text(look)}" if look else text

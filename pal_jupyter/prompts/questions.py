@@ -40,11 +40,12 @@ def with_notebook(text: str, notebook_text: str | None) -> str:
 
 def question_turn(
     question: str, variables: Mapping[str, Any] | None = None, look: str | None = None,
-    notebook_text: str | None = None, data_first: bool = False,
+    notebook_text: str | None = None, data_first: bool = False, examples: str | None = None,
 ) -> str:
     """The question's user turn: the question with the user's data (:func:`~.data.question_text`, the
-    data first when ``data_first``), after the notebook's cells (``notebook_text``) when there are any."""
-    return with_notebook(question_text(question, variables, look, data_first), notebook_text)
+    data first when ``data_first``, then ``examples``), after the notebook's cells (``notebook_text``)
+    when there are any."""
+    return with_notebook(question_text(question, variables, look, data_first, examples), notebook_text)
 
 
 def pal_messages(
@@ -59,4 +60,5 @@ def pal_messages(
     message only, and pays for reading its examples once per question.
     """
     chosen = prompt_style(style)
-    return chosen.chat(question, question_turn(question, variables, look, notebook_text, chosen.data_first))
+    turn = question_turn(question, variables, look, notebook_text, chosen.data_first, chosen.inline_examples(question))
+    return chosen.chat(question, turn)

@@ -48,6 +48,10 @@ class PromptStyle:
         """The worked examples shown before ``question``, as (user message, assistant reply) turns."""
         return self.examples
 
+    def inline_examples(self, question: str) -> str | None:
+        """Examples shown inside ``question``'s own turn, after the user's data (none by default)."""
+        return None
+
     def chat(self, question: str, turn: str) -> list[ChatMessage]:
         """The chat ``question`` is asked in: the system message, the worked examples shown before it,
         then ``turn``, the question as the model reads it (:func:`~.questions.question_turn`)."""
@@ -73,10 +77,23 @@ class DataPromptStyle(PromptStyle):
     up to ``idioms`` short examples of the pandas idioms most like the question (:data:`DATA_IDIOMS`)."""
 
     idioms: int = 0
+    # The idioms inside the question's turn, after the user's data (which must then come first), not as
+    # turns of their own before it: the data, described in ~470 tokens on the DataFrame suite, is then
+    # in llama.cpp's cache for the next question about it, and only the idioms and the question are read.
+    idioms_inline: bool = False
 
     def turns(self, question: str) -> tuple[tuple[str, str], ...]:
-        chosen = _idiom_index().most_similar(question, self.idioms) if self.idioms else []
+        chosen = self._idioms(question) if not self.idioms_inline else []
         return _data_turns(self.examples) + tuple((_idiom_text(idiom), idiom.reply()) for idiom in chosen)
+
+    def inline_examples(self, question: str) -> str | None:
+        if not self.idioms_inline or not self.idioms:
+            return None
+        shown = "\n\n".join(_inline_idiom(idiom) for idiom in self._idioms(question))
+        return f"{INLINE_IDIOMS_INTRO}\n\n{shown}"
+
+    def _idioms(self, question: str) -> list[DataExample]:
+        return _idiom_index().most_similar(question, self.idioms) if self.idioms else []
 
 
 @functools.cache
@@ -99,6 +116,16 @@ def _idiom_text(idiom: DataExample) -> str:
         return f"{idiom.question}\n\nIn the session, to use as it is:\n{describe_variables(others)}"
     also = f"\nAlso in the session:\n{describe_variables(others)}" if others else ""
     return f"{idiom.question}\n\nUse `trips` (described above) as it is.{also}"
+
+
+INLINE_IDIOMS_INTRO = "Pandas idioms for questions like this one, on the examples' frames (not the user's data):"
+
+
+def _inline_idiom(idiom: DataExample) -> str:
+    """An idiom shown inside the question's turn: its question, which frames it uses when not only
+    `trips` (their columns show in the code), and its program."""
+    frames = f" (uses {', '.join(f'`{name}`' for name in idiom.frames)})" if idiom.frames != ("trips",) else ""
+    return f"Q: {idiom.question}{frames}\n{idiom.reply()}"
 
 
 @dataclass(frozen=True)
@@ -132,6 +159,8 @@ PROMPT_STYLES: dict[str, PromptStyle] = {
                         _DATA_TURNS),
         DataPromptStyle("data-similar", "data-3shot, then the 2 pandas idioms most like the question",
                         DATA_SYSTEM, _DATA_TURNS, idioms=2),
+        DataPromptStyle("data-inline", "data-3shot, then the data and the 2 pandas idioms most like the question "
+                        "in its turn", DATA_SYSTEM, _DATA_TURNS, idioms=2, data_first=True, idioms_inline=True),
         DataPromptStyle("data-fixed", "data-3shot, the user's data before the question", DATA_SYSTEM,
                         _DATA_TURNS, data_first=True),
         PromptStyle("data-0shot", "pandas on a described DataFrame, no worked examples; the data first", DATA_SYSTEM,
@@ -142,7 +171,7 @@ PROMPT_STYLES: dict[str, PromptStyle] = {
 DEFAULT_STYLE = "chat-2shot"
 #: For questions about the user's variables (``--use``): measured on the DataFrame suite
 #: (docs/benchmarks.md, "Prompts for questions about your data").
-DATA_STYLE = "data-similar"
+DATA_STYLE = "data-inline"
 #: The careful method's first view of a question about data: the whole prompt but the question is the
 #: same as the last question's about the same data, so it is read from the cache ("Careful first").
 DATA_FIXED_STYLE = "data-fixed"
