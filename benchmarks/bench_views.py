@@ -162,18 +162,12 @@ def collect_question(backend: Any, pool: KernelPool, row: dict[str, Any], seed: 
         views["t07"] = _ask(backend, shots, 5, GenerationOptions(max_new_tokens=MAX_TOKENS, temperature=0.7,
                                                                  seed=seed, code_only=True), pool, variables,
                             key=shots_key)
-    if "t04" in wanted and (not _agree(views) or "t04!" in wanted):  # samples pay only after a disagreement
-        views["t04"] = _ask(backend, shots, 4, GenerationOptions(max_new_tokens=MAX_TOKENS, temperature=0.4,
-                                                                 seed=seed + 1, code_only=True), pool, variables,
-                            key=shots_key)
-    if data and "t04f" in wanted and (not _agree(views) or "t04f!" in wanted):
-        views["t04f"] = _ask(backend, fixed, 4, GenerationOptions(max_new_tokens=MAX_TOKENS, temperature=0.4,
-                                                                  seed=seed + 1, code_only=True), pool, variables,
-                             key=fixed_key)
-    if data and "t04n" in wanted and (not _agree(views) or "t04n!" in wanted):
-        views["t04n"] = _ask(backend, inline, 4, GenerationOptions(max_new_tokens=MAX_TOKENS, temperature=0.4,
-                                                                   seed=seed + 1, code_only=True), pool, variables,
-                             key=fixed_key)
+    low = GenerationOptions(max_new_tokens=MAX_TOKENS, temperature=0.4, seed=seed + 1, code_only=True)
+    for name, messages, key in (("t04", shots, shots_key), ("t04f", fixed, fixed_key), ("t04n", inline, fixed_key)):
+        if name != "t04" and not data:
+            continue
+        if name in wanted and (not _agree(views) or f"{name}!" in wanted):  # samples pay only after a disagreement
+            views[name] = _ask(backend, messages, 4, low, pool, variables, key=key)
     expected = expected_of(row)
     return {"question": question, "expected": expected, "category": row.get("category", "gsm8k"), "views": views}
 
@@ -441,6 +435,9 @@ def _rules(collected: set[str]) -> dict[str, Rule]:
         rules["fixed+zero, else inline + 4 x t04n join"] = _then_view("fixed", "zero", "inline", "t04n")
         rules["fixed+zero, else inline + 2 x t04n join"] = _then_view("fixed", "zero", "inline", "t04n", 2)
         rules["fixed+zero, else inline decides, else +4 x t04n"] = _tiebreak("fixed", "zero", "inline", "t04n")
+        if {"shots", "t04"} <= collected:
+            rules["charts: inline+zero, else +4 x t04n; others: fixed+zero, else shots + 4 x t04 join"] = _by_kind(
+                _careful("inline", "zero", "t04n", 4), _then_view("fixed", "zero", "shots", "t04"))
         rules["charts: inline+zero, else +4 x t04n; others: fixed+zero, else inline + 4 x t04n join"] = _by_kind(
             _careful("inline", "zero", "t04n", 4), _then_view("fixed", "zero", "inline", "t04n"))
     if {"shots", "words", "plain", "t04"} <= collected:

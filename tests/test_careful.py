@@ -92,11 +92,7 @@ def test_a_data_question_whose_views_disagree_asks_the_idioms_then_samples_them(
     idioms = prompts.pal_messages(question, {"sales": sales}, style=prompts.DATA_STYLE)
     assert model.calls[2] == idioms and model.calls[3] == idioms  # the samples come from the idioms' prompt
     assert model.options[2].temperature_for(1) == 0 and model.options[3].temperature_for(2) == views.ESCALATION_TEMPERATURE
-    # the idioms' prompt begins as the fixed examples' does (the examples, then the data): one llama.cpp
-    # slot holds both, so the idioms and their samples read only the idioms and the question afresh
-    assert [o.cache_key for o in model.options] == ["data", "zero", "data", "data"]
-    assert idioms[:-1] == model.calls[0][:-1]
-    assert idioms[-1]["content"].startswith(model.calls[0][-1]["content"].split("Question:")[0])
+    assert [o.cache_key for o in model.options] == ["data", "zero", "idioms", "idioms"]  # a llama.cpp slot each
     assert [a.view for a in session.programs] == ["fixed", "zero", "idioms", None, None]
     assert [a.sample for a in session.programs] == [1, 2, 3, 4, 5] and {a.samples for a in session.programs} == {5}
     assert session.answer == "8" and session.vote.votes == 4 and session.vote.voters == 5
@@ -112,8 +108,14 @@ def test_a_chart_question_is_asked_with_idioms_first(pool):
     code = fenced("totals = sales.groupby('region')['units'].sum()\nprint(totals)\ntotals.plot.bar()")
     model = ScriptedBackend([code, code])
     solve(question, model=model, executor=pool, variables={"sales": sales})
-    assert model.calls[0] == prompts.pal_messages(question, {"sales": sales}, style=prompts.DATA_STYLE)
+    idioms = prompts.pal_messages(question, {"sales": sales}, style=prompts.CHART_STYLE)
+    assert model.calls[0] == idioms
     assert model.calls[1] == prompts.pal_messages(question, {"sales": sales}, style="data-0shot")
+    # the chart idioms' prompt begins as the fixed examples' does (the examples, then the data): one
+    # llama.cpp slot holds both, so either reads only what follows the data afresh
+    fixed = prompts.pal_messages(question, {"sales": sales}, style=prompts.DATA_FIXED_STYLE)
+    assert idioms[:-1] == fixed[:-1] and idioms[-1]["content"].startswith(fixed[-1]["content"].split("Question:")[0])
+    assert [o.cache_key for o in model.options] == [views.DATA_FIXED.cache_key, "zero"] == ["data", "zero"]
 
 
 def test_a_failing_view_is_repaired_once_greedily_when_nothing_works(pool):
