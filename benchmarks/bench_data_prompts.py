@@ -10,8 +10,9 @@ child kernel with the frames it was given. Prompts:
 
 * a prompt style of ``pal_jupyter.prompts`` by name (``chat-2shot``: the word-problem
   examples every question used before; ``data-3shot``: the data prompt's three fixed examples;
-  ``data-similar``: those, then the two pandas idioms most like the question as turns of their own;
-  ``data-inline``: the same idioms after the data, in the question's turn (the default); ``data-0shot`` ...);
+  ``data-similar``: those, then the two pandas idioms most like the question as turns of their own (the
+  default); ``data-inline``: the same idioms after the data, in the question's turn (the careful
+  method's first view of a chart); ``data-0shot`` ...);
 * ``plain``: the zero-shot prompt of issue 21's measurement: the frame's dtypes and first 3 rows,
   then "uses NAME as it is (do not create or load it) and prints just the answer";
 * a style with ``+look`` (``data-similar+look``): that style's prompt with what the look at the data

@@ -144,7 +144,7 @@ def collect_question(backend: Any, pool: KernelPool, row: dict[str, Any], seed: 
     if "shots" in wanted:
         views["shots"] = _ask(backend, shots, 1, code, pool, variables, key=shots_key)
     fixed = prompts.pal_messages(question, variables, style=prompts.DATA_FIXED_STYLE) if data else []
-    inline = prompts.pal_messages(question, variables, style="data-inline") if data else []
+    inline = prompts.pal_messages(question, variables, style=prompts.CHART_STYLE) if data else []
     chart = prompts.asks_for_chart(question)
     # the order the product asks them in: a chart question begins with the idioms, others with `fixed`
     for name, messages in ((("inline", inline), ("fixed", fixed)) if chart else (("fixed", fixed), ("inline", inline))):

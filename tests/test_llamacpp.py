@@ -124,7 +124,7 @@ def test_prompts_with_their_own_cache_keys_keep_their_caches(tiny):
 
 
 def test_two_prompts_on_one_cache_key_read_only_what_follows_their_common_start(tiny):
-    """The data view's fixed examples, then on the same key the idioms' prompt (the same examples and
+    """The fixed examples' prompt, then on the same key the chart idioms' prompt (the same examples and
     data, then the idioms): the idioms read only themselves and the question, and the next question
     about the same data only itself."""
     examples = [{"role": "system", "content": "Write Python. " + "Worked example. " * 60}]

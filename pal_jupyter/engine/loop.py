@@ -294,10 +294,9 @@ def _careful_round(session: Session, round_: _Round, index: int, messages: list[
                                            time.perf_counter() - round_.started, more,
                                            how="words" if words_view else "more"))
         round_.observer.more_programs(session, vote, more)
-    sampled_from, source = candidates[0], program_views[0]
+    sampled_from, source = candidates[0], plan.then or program_views[0]
     if plan.then is not None:
         sampled_from = _write_view(session, round_, plan.then, len(candidates) + 1, len(candidates) + 1, notebook_text)
-        source = plan.then
         _join_round(session, round_, candidates, [sampled_from], words, words_view=words_view)
     extra = round_.run(1, sampled_from.messages, session.question, drawn=len(candidates), count=round_.samples,
                        sampled=source.cache_key)
@@ -474,7 +473,7 @@ class _Round:
         self._complete(programs, question)
         return programs
 
-    def write(self, program: Program, question: str, cache_key: str | None = None) -> None:
+    def write(self, program: Program, question: str, cache_key: str) -> None:
         """Write ``program`` greedily, code only (a careful view: its ``messages`` are set; its prompt
         kept in llama.cpp's slot for ``cache_key``), and run it as soon as it is written."""
         options = dataclasses.replace(self._options(greedy=True), code_only=True, cache_key=cache_key)

@@ -83,14 +83,14 @@ class DataPromptStyle(PromptStyle):
     idioms_inline: bool = False
 
     def turns(self, question: str) -> tuple[tuple[str, str], ...]:
-        chosen = self._idioms(question) if not self.idioms_inline else []
+        chosen = [] if self.idioms_inline else self._idioms(question)
         return _data_turns(self.examples) + tuple((_idiom_text(idiom), idiom.reply()) for idiom in chosen)
 
     def inline_examples(self, question: str) -> str | None:
-        if not self.idioms_inline or not self.idioms:
+        chosen = self._idioms(question) if self.idioms_inline else []
+        if not chosen:
             return None
-        shown = "\n\n".join(_inline_idiom(idiom) for idiom in self._idioms(question))
-        return f"{INLINE_IDIOMS_INTRO}\n\n{shown}"
+        return INLINE_IDIOMS_INTRO + "\n\n" + "\n\n".join(_inline_idiom(idiom) for idiom in chosen)
 
     def _idioms(self, question: str) -> list[DataExample]:
         return _idiom_index().most_similar(question, self.idioms) if self.idioms else []
