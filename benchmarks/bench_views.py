@@ -383,6 +383,29 @@ def _then_view(first: str, second: str, third: str, escalate: str, n: int = 4) -
     return rule
 
 
+def _first_stands(first: str, second: str, third: str | None, escalate: str | None = None, n: int = 4,
+                  either: bool = False) -> Rule:
+    """Two greedy views; when they agree, done and sure. When they do not and ``first`` worked (with
+    ``either``: the first of the two that worked), its answer stands (not sure) and nothing more is
+    asked; else ``third`` (when given) joins the vote, and ``n`` samples of ``escalate`` (when given).
+    ``_first_stands("fixed", "zero", "shots")`` is the product's plan for questions about data
+    (``Plan.first_stands``, no samples)."""
+    def rule(views: dict[str, list[Candidate]], record: dict[str, Any]) -> tuple[Any, bool, list[str]]:
+        pair = views[first][:1] + views[second][:1]
+        winner, weight, _ = _vote(pair)
+        if winner is not None and weight >= 2:
+            return winner, True, [first, second]
+        standing = _first_good(pair) if either else pair[0] if pair[0].program.good else None
+        if standing is not None:
+            return standing, False, [first, second]
+        greedy, used = (pair + views[third][:1], [first, second, third]) if third else (pair, [first, second])
+        if escalate is None:
+            winner, _, _ = _vote(greedy)
+            return winner or _first_good(greedy), False, used
+        return _with_samples(views, record, greedy, used, escalate, n)
+    return rule
+
+
 def _by_kind(charts: Rule, others: Rule) -> Rule:
     """One rule for questions that ask for a chart, another for the rest (as the product plans them)."""
     def rule(views: dict[str, list[Candidate]], record: dict[str, Any]) -> tuple[Any, bool, list[str]]:
@@ -440,6 +463,26 @@ def _rules(collected: set[str]) -> dict[str, Rule]:
                 _careful("inline", "zero", "t04n", 4), _then_view("fixed", "zero", "shots", "t04"))
         rules["charts: inline+zero, else +4 x t04n; others: fixed+zero, else inline + 4 x t04n join"] = _by_kind(
             _careful("inline", "zero", "t04n", 4), _then_view("fixed", "zero", "inline", "t04n"))
+    if {"inline", "zero", "t04n"} <= collected:
+        rules["inline+zero, inline stands if it worked, else +4 x t04n"] = _first_stands("inline", "zero", None, "t04n")
+    if {"fixed", "zero", "inline", "t04n"} <= collected:
+        charts = _careful("inline", "zero", "t04n", 4)
+        rules["charts: inline+zero, else +4 x t04n; others: fixed+zero, stop"] = _by_kind(
+            charts, _careful("fixed", "zero", None))
+        if {"shots", "t04"} <= collected:
+            rules["charts: inline+zero, else +4 x t04n; others: fixed+zero, else shots joins"] = _by_kind(
+                charts, _then_view("fixed", "zero", "shots", "t04", 0))
+        if "shots" in collected:
+            rules["charts: inline+zero, else +4 x t04n; others: fixed+zero, fixed stands if it worked, "
+                  "else shots joins"] = _by_kind(charts, _first_stands("fixed", "zero", "shots"))
+            rules["charts: inline+zero, else +4 x t04n; others: fixed+zero, the first that worked stands, "
+                  "else shots"] = _by_kind(charts, _first_stands("fixed", "zero", "shots", either=True))
+            rules["charts: inline+zero, inline stands if it worked, else +4 x t04n; others: the same"] = _by_kind(
+                _first_stands("inline", "zero", None, "t04n"), _first_stands("fixed", "zero", "shots"))
+        if "t04f" in collected:
+            for n in (4, 2):
+                rules[f"charts: inline+zero, else +4 x t04n; others: fixed+zero, else +{n} x t04f"] = _by_kind(
+                    charts, _careful("fixed", "zero", "t04f", n))
     if {"shots", "words", "plain", "t04"} <= collected:
         rules["shots+words, else plain decides, else +4 x t04"] = _tiebreak("shots", "words", "plain", "t04")
         rules["shots+words, else plain decides, else +2 x t04"] = _tiebreak("shots", "words", "plain", "t04", 2)
@@ -503,15 +546,35 @@ def _seconds(record: dict[str, Any], view: str, used: list[str], rates: dict[str
     if rates is None:
         if view == "zero" and "plain" not in used:
             return max(views["zero"]["seconds"], views["plain"]["seconds"])
-        return _rows_of(views, view)["seconds"]
+        return _rows_of(views, view)["seconds"] + _unpaid_prompt_seconds(views, view, used, rates)
     rows = _rows_of(views, view)
-    if view.startswith(("t04", "t07")):  # samples share the first view's prompt, which the product asked just before
+    if view.partition(":")[0] in SAMPLED_FROM:  # priced with their view's prompt (_unpaid_prompt_seconds)
         rows = {**rows, "timings": [{**t, "prompt_n": 0} for t in rows.get("timings") or []]}
-    seconds = _modelled_seconds(rows, rates)
+    seconds = _modelled_seconds(rows, rates) + _unpaid_prompt_seconds(views, view, used, rates)
     if view == "zero" and "plain" not in used and views["zero"].get("timings") and views["plain"].get("timings"):
         reused = (views["zero"]["timings"][0]["cache_n"] or 0) - (views["plain"]["timings"][0]["cache_n"] or 0)
         seconds += max(0, reused) / rates["prefill_tok_s"]
     return seconds
+
+
+#: The view whose prompt each set of samples is drawn from: collected right after it, the samples
+#: found that prompt in llama.cpp's cache, and so did the product when it asked that view first.
+SAMPLED_FROM = {"t07": "shots", "t04": "shots", "t04f": "fixed", "t04n": "inline"}
+
+
+def _unpaid_prompt_seconds(views: dict[str, Any], view: str, used: list[str], rates: dict[str, Any] | None) -> float:
+    """Samples drawn from the prompt of a view the rule did not ask (``fixed+zero, else +2 x t04``)
+    pay for reading that prompt: what it cost its own view (``prompt_n`` at the calibrated speed,
+    or llama.cpp's own prompt milliseconds without ``rates``)."""
+    base = SAMPLED_FROM.get(view.partition(":")[0])
+    if base is None or base in used or base not in views:
+        return 0.0
+    timings = views[base].get("timings") or []
+    if not timings:
+        return 0.0
+    if rates is None:
+        return max(t["prompt_ms"] or 0 for t in timings) / 1000
+    return max(t["prompt_n"] or 0 for t in timings) / rates["prefill_tok_s"]
 
 
 def _rows_of(views: dict[str, Any], used: str) -> dict[str, Any]:

@@ -82,24 +82,36 @@ def test_a_data_question_is_asked_after_fixed_examples_and_then_plainly_the_data
     assert session.answer == "8" and session.confidence == "high"
 
 
-def test_a_data_question_whose_views_disagree_asks_the_idioms_then_samples_them(pool):
+def test_a_data_question_whose_first_view_works_keeps_its_answer_when_the_plain_view_disagrees(pool):
     sales = pd.DataFrame({"region": ["East", "West", "East"], "units": [3, 4, 5]})
     question = "How many units were sold in the East region? Print just the number."
-    right = fenced("print(sales[sales['region'] == 'East']['units'].sum())")
-    model = ScriptedBackend([fenced("print(sales['units'].sum())"), right, right, right, right])
-    session = solve(question, model=model, executor=pool, variables={"sales": sales}, samples=2)
-    assert model.batch_sizes == [1, 1, 1, 2]
+    # the first view's program is the longer one: a tie goes to the first view, not to the shortest
+    first = fenced("east = sales[sales['region'] == 'East']\ntotal_units = east['units'].sum()\nprint(total_units)")
+    model = ScriptedBackend([first, fenced("print(sales['units'].sum())")])
+    session = solve(question, model=model, executor=pool, variables={"sales": sales}, samples=4)
+    assert model.batch_sizes == [1, 1]  # nothing more is written
+    assert [a.view for a in session.programs] == ["fixed", "zero"]
+    assert session.answer == "8" and session.views_disagreed and session.confidence != "high"
+    assert doubt_message(session).startswith("I am not sure")
+
+
+def test_a_data_question_whose_first_view_fails_asks_the_idioms_and_no_samples(pool):
+    sales = pd.DataFrame({"region": ["East", "West", "East"], "units": [3, 4, 5]})
+    question = "How many units were sold in the East region? Print just the number."
+    right = fenced("print(sales.units[sales.region == 'East'].sum())")
+    model = ScriptedBackend([fenced("print(sales['unit'].sum())"),
+                             fenced("print(sales[sales['region'] == 'East']['units'].max())"), right])
+    session = solve(question, model=model, executor=pool, variables={"sales": sales}, samples=4)
+    assert model.batch_sizes == [1, 1, 1]  # the idioms' program; data questions draw no samples
     idioms = prompts.pal_messages(question, {"sales": sales}, style=prompts.DATA_STYLE)
-    assert model.calls[2] == idioms and model.calls[3] == idioms  # the samples come from the idioms' prompt
-    assert model.options[2].temperature_for(1) == 0 and model.options[3].temperature_for(2) == views.ESCALATION_TEMPERATURE
-    assert [o.cache_key for o in model.options] == ["data", "zero", "idioms", "idioms"]  # a llama.cpp slot each
-    assert [a.view for a in session.programs] == ["fixed", "zero", "idioms", None, None]
-    assert [a.sample for a in session.programs] == [1, 2, 3, 4, 5] and {a.samples for a in session.programs} == {5}
-    assert session.answer == "8" and session.vote.votes == 4 and session.vote.voters == 5
-    assert session.weak_votes[0].more == 3  # the idioms' program and 2 samples
-    # 4 of 5 would be sure, but the first two views disagreed: shown for checking, never as sure
-    assert session.vote.confidence == "high" and session.views_disagreed and session.confidence == "medium"
-    assert doubt_message(session).startswith("4 of 5 programs agree on this answer, but not all: check the steps")
+    assert model.calls[2] == idioms and model.options[2].temperature_for(1) == 0
+    assert [o.cache_key for o in model.options] == ["data", "zero", "idioms"]  # a llama.cpp slot each
+    assert [a.view for a in session.programs] == ["fixed", "zero", "idioms"]
+    assert [a.sample for a in session.programs] == [1, 2, 3] and {a.samples for a in session.programs} == {3}
+    assert session.programs[0].execution.error.ename == "KeyError"
+    # 1 says 5, 1 says 8: the tie goes to the shortest program (the first view, which would win it, failed)
+    assert session.answer == "8" and session.vote.votes == 1 and session.vote.voters == 3
+    assert session.weak_votes[0].more == 1 and session.views_disagreed and session.confidence != "high"
 
 
 def test_a_chart_question_is_asked_with_idioms_first(pool):

@@ -134,7 +134,12 @@ def test_the_data_prompt_describes_the_example_frame_as_it_describes_the_users()
     assert messages[0]["content"] == prompts.DATA_SYSTEM
     examples = messages[1:-1]
     assert len(examples) == 2 * len(DATA_EXAMPLES)
-    assert all("- `trips`: pandas DataFrame, 8 rows x 5 columns" in m["content"] for m in examples[0::2])
+    described = {"trips": "- `trips`: pandas DataFrame, 8 rows x 5 columns",
+                 "rentals": "- `rentals`: pandas DataFrame, 6 rows x 4 columns"}
+    # each fixed example's question describes the frames its program uses, and only those
+    for example, turn in zip(DATA_EXAMPLES, examples[0::2]):
+        assert turn["content"].startswith(example.question)
+        assert {name for name, line in described.items() if line in turn["content"]} == set(example.frames)
     assert "- `sales`: pandas DataFrame, 2 rows x 2 columns" in messages[-1]["content"]
 
 

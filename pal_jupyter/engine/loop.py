@@ -261,10 +261,11 @@ def _vote_round(session: Session, round_: _Round, index: int, messages: list[dic
 def _careful_round(session: Session, round_: _Round, index: int, messages: list[dict[str, str]],
                    notebook_text: str | None, style: str | None) -> list[Program]:
     """A round of the careful method (:mod:`.views`). The first: two independent greedy views (each
-    program run as soon as it is written); when they do not agree, the plan's third view writes a
-    greedy program (a question about data: the idioms most like it) and ``samples`` programs sampled
-    from its prompt (else the first view's) join the vote. A repair round: one greedy correction of
-    ``messages``."""
+    program run as soon as it is written); when they do not agree, the first view's answer stands if
+    the plan says so and its program worked; else the plan's third view writes a greedy program (a
+    question about data: the idioms most like it) and, when the plan samples, ``samples`` programs
+    sampled from its prompt (else the first view's) join the vote. A repair round: one greedy
+    correction of ``messages``."""
     if index > 1:
         candidates = round_.run(index, messages, session.question, count=1)
         session.programs.extend(candidates)
@@ -282,13 +283,20 @@ def _careful_round(session: Session, round_: _Round, index: int, messages: list[
         candidates.append(program)
         session.programs.append(program)
     words_view = len(program_views) < len(plan.views)
-    _join_round(session, round_, candidates, [], words, words_view=words_view)
+    preferred = candidates[0].sample if plan.first_stands else None
+    _join_round(session, round_, candidates, [], words, words_view=words_view, preferred=preferred)
     vote = session.vote
     agreed = vote is not None and vote.winner is not None and vote.votes == len(plan.views)
     session.views_disagreed = not agreed
-    if agreed or round_.samples < 1:
+    # A plan's first view whose program worked keeps its answer (not sure): on the DataFrame suite it was
+    # the right one each time the plain view disagreed, 11 of 11 in two collections (docs/benchmarks.md,
+    # "The first view stands").
+    if agreed or round_.samples < 1 or (plan.first_stands and candidates[0].good):
         return candidates
-    more = round_.samples + (plan.then is not None)
+    samples = round_.samples if plan.sampled else 0
+    more = samples + (plan.then is not None)
+    if more == 0:
+        return candidates
     if vote is not None and vote.winner is not None:
         session.weak_votes.append(WeakVote(1, vote.votes, vote.voters, vote.winner.answer,
                                            time.perf_counter() - round_.started, more,
@@ -297,10 +305,11 @@ def _careful_round(session: Session, round_: _Round, index: int, messages: list[
     sampled_from, source = candidates[0], plan.then or program_views[0]
     if plan.then is not None:
         sampled_from = _write_view(session, round_, plan.then, len(candidates) + 1, len(candidates) + 1, notebook_text)
-        _join_round(session, round_, candidates, [sampled_from], words, words_view=words_view)
-    extra = round_.run(1, sampled_from.messages, session.question, drawn=len(candidates), count=round_.samples,
-                       sampled=source.cache_key)
-    _join_round(session, round_, candidates, extra, words, words_view=words_view)
+        _join_round(session, round_, candidates, [sampled_from], words, words_view=words_view, preferred=preferred)
+    if samples:
+        extra = round_.run(1, sampled_from.messages, session.question, drawn=len(candidates), count=samples,
+                           sampled=source.cache_key)
+        _join_round(session, round_, candidates, extra, words, words_view=words_view, preferred=preferred)
     return candidates
 
 
@@ -396,16 +405,17 @@ def _reason_first(session: Session, round_: _Round, candidates: list[Program], s
 
 
 def _join_round(session: Session, round_: _Round, candidates: list[Program], extra: list[Program],
-                second_opinion: ProgramAnswer | None, words_view: bool = False) -> None:
+                second_opinion: ProgramAnswer | None, words_view: bool = False, preferred: int | None = None) -> None:
     """Programs written after a weak vote join its round (``candidates``, extended in place, each
     renumbered "of N") and the round is tallied again, with the words answer when there is one
-    (``words_view``: the words were one of the careful method's views)."""
+    (``words_view``: the words were one of the careful method's views; ``preferred``: the program
+    whose answer wins a tie, :func:`~.vote.take_vote`)."""
     session.programs.extend(extra)
     candidates.extend(extra)
     for program in candidates:
         program.samples = len(candidates)
     round_.check(candidates, session.question)
-    session.vote = take_vote(candidates, second_opinion, words_view)
+    session.vote = take_vote(candidates, second_opinion, words_view, preferred=preferred)
 
 
 def repair_basis(candidates: Sequence[Program]) -> Program:

@@ -240,14 +240,16 @@ WORDS_WEIGHT = 1.0
 
 
 def take_vote(programs: Sequence[Program], second_opinion: ProgramAnswer | None = None,
-              words_view: bool = False) -> Vote:
+              words_view: bool = False, preferred: int | None = None) -> Vote:
     """Tally the answers of one round's candidates (``program_answer`` and ``off_target`` already set).
 
     Only programs that worked vote: a failure, an off-target table, an answer the checker
     rejected, or a program that showed nothing has no say. A ``second_opinion`` (the words answer of
     :mod:`.reasoning`) adds :data:`WORDS_WEIGHT` to the programs that agree with it; it never wins
     alone, since it is not a program that could be inserted. With ``words_view`` the words were one
-    of the careful method's views, and count as a voter in the agreement (:class:`Vote`).
+    of the careful method's views, and count as a voter in the agreement (:class:`Vote`). A tie goes
+    to the answer of program ``preferred`` (its ``sample`` number) when given, else to the shortest
+    program.
     """
     vote = Vote(round=programs[0].index if programs else 0, candidates=len(programs), second_opinion=second_opinion,
                 words_view=words_view)
@@ -264,9 +266,9 @@ def take_vote(programs: Sequence[Program], second_opinion: ProgramAnswer | None 
         group.shortest = min(group.shortest, length)
     for group in vote.groups:
         group.words = second_opinion is not None and group.answer.same_as(second_opinion)
-    # Most votes (the words answer's among them) first; then the shortest program; then the answer
-    # seen first (a stable sort).
-    vote.groups.sort(key=lambda g: (-(g.votes + WORDS_WEIGHT * g.words), g.shortest))
+    # Most votes (the words answer's among them) first; then the preferred program's; then the shortest
+    # program; then the answer seen first (a stable sort).
+    vote.groups.sort(key=lambda g: (-(g.votes + WORDS_WEIGHT * g.words), preferred not in g.samples, g.shortest))
     return vote
 
 

@@ -29,8 +29,11 @@ class DataExample:
 
 
 # Each shows one idiom that data questions need and word problems never do: filter the rows the
-# question names before summing, dates by month then groupby + idxmax, missing values as isna();
-# and all of them use `trips` as it is, which is what keeps programs from re-typing the user's data.
+# question names before summing, dates by month then groupby + idxmax, missing values as isna(), and a
+# product of two columns taken row by row, in brackets, before it is added up (without it the 1.5B model
+# wrote `east["units"] * east["unit_price"].sum()` on the DataFrame suite's "units times unit_price"
+# questions); all of them use their frames as they are,
+# which is what keeps programs from re-typing the user's data.
 DATA_EXAMPLES: tuple[DataExample, ...] = (
     DataExample(
         "What is the total length in minutes of the trips that started at the Harbour station? "
@@ -54,6 +57,16 @@ DATA_EXAMPLES: tuple[DataExample, ...] = (
         "missing = trips[\"minutes\"].isna().sum()\n"
         "print(missing)",
         1,
+    ),
+    DataExample(
+        "What is the total income (hours times price_per_hour) of the rentals at the Harbour shop? "
+        "Print just the number.",
+        "# Income as the question defines it: the two columns multiplied row by row, in brackets, then added up.\n"
+        "harbour = rentals[rentals[\"shop\"] == \"Harbour\"]\n"
+        "income = (harbour[\"hours\"] * harbour[\"price_per_hour\"]).sum()\n"
+        "print(income)",
+        20.0,
+        frames=("rentals",),
     ),
 )
 

@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from ..backends import ChatMessage
 from . import retrieval
 from .data import describe_variables, question_text
-from .data_examples import DATA_EXAMPLES, DATA_IDIOMS, DataExample, example_frames, example_trips
+from .data_examples import DATA_EXAMPLES, DATA_IDIOMS, DataExample, example_frames
 from .worked_examples import WORKED_EXAMPLES
 
 SYSTEM = (
@@ -98,8 +98,11 @@ class DataPromptStyle(PromptStyle):
 
 @functools.cache
 def _data_turns(examples: tuple[tuple[str, str], ...]) -> tuple[tuple[str, str], ...]:
-    trips = {"trips": example_trips()}
-    return tuple((question_text(question, trips), reply) for question, reply in examples)
+    """The fixed examples as turns, each question with the frames its program uses described."""
+    frames = example_frames()
+    uses = {e.question: e.frames for e in DATA_EXAMPLES}
+    return tuple((question_text(question, {name: frames[name] for name in uses.get(question, ("trips",))}), reply)
+                 for question, reply in examples)
 
 
 @functools.cache
