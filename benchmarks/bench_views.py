@@ -454,19 +454,18 @@ def _rules(collected: set[str]) -> dict[str, Rule]:
             _careful("shots", "zero", "t04", 4), _then_view("fixed", "zero", "shots", "t04"))
     if {"fixed", "zero", "shots", "t04f"} <= collected:
         rules["fixed+zero, else shots + 4 x t04f join"] = _then_view("fixed", "zero", "shots", "t04f")
+    if {"inline", "zero", "t04n"} <= collected:
+        rules["inline+zero, inline stands if it worked, else +4 x t04n"] = _first_stands("inline", "zero", None, "t04n")
     if {"fixed", "zero", "inline", "t04n"} <= collected:
+        charts = _careful("inline", "zero", "t04n", 4)
         rules["fixed+zero, else inline + 4 x t04n join"] = _then_view("fixed", "zero", "inline", "t04n")
         rules["fixed+zero, else inline + 2 x t04n join"] = _then_view("fixed", "zero", "inline", "t04n", 2)
         rules["fixed+zero, else inline decides, else +4 x t04n"] = _tiebreak("fixed", "zero", "inline", "t04n")
         if {"shots", "t04"} <= collected:
             rules["charts: inline+zero, else +4 x t04n; others: fixed+zero, else shots + 4 x t04 join"] = _by_kind(
-                _careful("inline", "zero", "t04n", 4), _then_view("fixed", "zero", "shots", "t04"))
+                charts, _then_view("fixed", "zero", "shots", "t04"))
         rules["charts: inline+zero, else +4 x t04n; others: fixed+zero, else inline + 4 x t04n join"] = _by_kind(
-            _careful("inline", "zero", "t04n", 4), _then_view("fixed", "zero", "inline", "t04n"))
-    if {"inline", "zero", "t04n"} <= collected:
-        rules["inline+zero, inline stands if it worked, else +4 x t04n"] = _first_stands("inline", "zero", None, "t04n")
-    if {"fixed", "zero", "inline", "t04n"} <= collected:
-        charts = _careful("inline", "zero", "t04n", 4)
+            charts, _then_view("fixed", "zero", "inline", "t04n"))
         rules["charts: inline+zero, else +4 x t04n; others: fixed+zero, stop"] = _by_kind(
             charts, _careful("fixed", "zero", None))
         if {"shots", "t04"} <= collected:
@@ -514,7 +513,7 @@ def score(paths: Sequence[str], rates: dict[str, Any] | None = None) -> None:
         print(f"{'rule':<58} {'right':>9} {'s mean':>7} {'median':>7} {'p90':>6} {'tokens':>7} {'sure':>5} {'sure right':>10}")
         candidates = [(r, _candidates(r, frames)) for r in chosen]
         every = set.intersection(*(set(r["views"]) for r in chosen))
-        sampled = {v for r in chosen for v in r["views"] if v in ("t04", "t04f", "t04n", "t07")}
+        sampled = {v for r in chosen for v in r["views"] if v in SAMPLED_FROM}
         for name, rule in _rules(every | sampled).items():
             right, seconds, tokens, sure, sure_right = 0, [], [], 0, 0
             MISSING_SAMPLES.clear()

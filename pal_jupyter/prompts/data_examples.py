@@ -32,8 +32,8 @@ class DataExample:
 # question names before summing, dates by month then groupby + idxmax, missing values as isna(), and a
 # product of two columns taken row by row, in brackets, before it is added up (without it the 1.5B model
 # wrote `east["units"] * east["unit_price"].sum()` on the DataFrame suite's "units times unit_price"
-# questions); all of them use their frames as they are,
-# which is what keeps programs from re-typing the user's data.
+# questions); all of them use their frames as they are, which is what keeps programs from re-typing
+# the user's data.
 DATA_EXAMPLES: tuple[DataExample, ...] = (
     DataExample(
         "What is the total length in minutes of the trips that started at the Harbour station? "
