@@ -15,6 +15,9 @@ resumes). The views:
 * ``plain``: the plainest baseline, one greedy zero-shot program (``chat-0shot`` / ``data-0shot``, the
   data before the question), the reply as the model writes it (words allowed before the code);
 * ``zero``: the same prompt, the reply begun with the code fence (``code_only``): code only;
+* ``terse`` (data questions): ``zero`` asking for the code without comments (``data-0terse``),
+  asked on the zero view's cache key: collect it in a pass of its own (``--views terse``), so that
+  its slot holds its own previous prompt, as the product's would;
 * ``shots``: one greedy program from the worked-examples prompt (``chat-2shot`` / ``data-similar``),
   code only;
 * ``fixed`` (data questions): one greedy program after the three fixed worked examples, the user's data
@@ -120,7 +123,7 @@ def _ask(backend: Any, messages: list[dict[str, str]], n: int, options: Generati
     return view
 
 
-VIEWS = ("plain", "zero", "shots", "fixed", "inline", "words", "reasoned", "t07", "t04", "t04f", "t04n")
+VIEWS = ("plain", "zero", "terse", "shots", "fixed", "inline", "words", "reasoned", "t07", "t04", "t04f", "t04n")
 
 
 def collect_question(backend: Any, pool: KernelPool, row: dict[str, Any], seed: int,
@@ -133,7 +136,7 @@ def collect_question(backend: Any, pool: KernelPool, row: dict[str, Any], seed: 
     # each prompt on the cache key of the product's view that asks it
     zero_key = product_views.DATA_ZERO.name
     shots_key = (product_views.DATA_IDIOMS if data else product_views.SHOTS).name
-    fixed_key = product_views.DATA_FIXED.name
+    fixed_key = product_views.DATA_FIXED.cache_key_for(variables)  # a slot per set of data, as the product
     greedy = GenerationOptions(max_new_tokens=MAX_TOKENS, temperature=0.0)
     code = GenerationOptions(max_new_tokens=MAX_TOKENS, temperature=0.0, code_only=True)
     views = {}
@@ -141,6 +144,9 @@ def collect_question(backend: Any, pool: KernelPool, row: dict[str, Any], seed: 
         views["plain"] = _ask(backend, zero, 1, greedy, pool, variables, key=zero_key)
     if "zero" in wanted:
         views["zero"] = _ask(backend, zero, 1, code, pool, variables, key=zero_key)
+    if "terse" in wanted and data:  # in the zero view's slot: collect it in a pass of its own
+        terse = prompts.pal_messages(question, variables, style="data-0terse")
+        views["terse"] = _ask(backend, terse, 1, code, pool, variables, key=zero_key)
     if "shots" in wanted:
         views["shots"] = _ask(backend, shots, 1, code, pool, variables, key=shots_key)
     fixed = prompts.pal_messages(question, variables, style=prompts.DATA_FIXED_STYLE) if data else []
@@ -388,8 +394,8 @@ def _first_stands(first: str, second: str, third: str | None, escalate: str | No
     """Two greedy views; when they agree, done and sure. When they do not and ``first`` worked (with
     ``either``: the first of the two that worked), its answer stands (not sure) and nothing more is
     asked; else ``third`` (when given) joins the vote, and ``n`` samples of ``escalate`` (when given).
-    ``_first_stands("fixed", "zero", "shots")`` is the product's plan for questions about data
-    (``Plan.first_stands``, no samples)."""
+    ``_first_stands("fixed", "terse", "shots", either=True)`` is the product's plan for questions about
+    data (``Plan.worked_stands``, no samples)."""
     def rule(views: dict[str, list[Candidate]], record: dict[str, Any]) -> tuple[Any, bool, list[str]]:
         pair = views[first][:1] + views[second][:1]
         winner, weight, _ = _vote(pair)
@@ -417,6 +423,7 @@ def _by_kind(charts: Rule, others: Rule) -> Rule:
 SINGLES = {
     "plain": "plain (baseline: greedy zero-shot)",
     "zero": "zero (code only)",
+    "terse": "terse (zero, no comments asked)",
     "shots": "shots (code only)",
     "fixed": "fixed (data first, fixed examples, code only)",
     "inline": "inline (fixed examples, data, idioms, code only)",
@@ -427,7 +434,7 @@ SINGLES = {
 PAIRS = (("shots", "zero", "t04"), ("shots", "plain", "t04"), ("shots", "reasoned", "t04"),
          ("zero", "reasoned", "t04"), ("shots", "words", "t04"), ("zero", "words", "t04"), ("reasoned", "shots", "t04"),
          ("reasoned", "words", "t04"), ("fixed", "zero", "t04f"), ("fixed", "zero", "t04"), ("shots", "fixed", "t04"),
-         ("inline", "zero", "t04n"), ("fixed", "zero", "t04n"))
+         ("inline", "zero", "t04n"), ("fixed", "zero", "t04n"), ("fixed", "terse", "t04n"), ("inline", "terse", "t04n"))
 
 
 def _rules(collected: set[str]) -> dict[str, Rule]:
@@ -478,10 +485,28 @@ def _rules(collected: set[str]) -> dict[str, Rule]:
                   "else shots"] = _by_kind(charts, _first_stands("fixed", "zero", "shots", either=True))
             rules["charts: inline+zero, inline stands if it worked, else +4 x t04n; others: the same"] = _by_kind(
                 _first_stands("inline", "zero", None, "t04n"), _first_stands("fixed", "zero", "shots"))
+        rules["charts: inline+zero, else +4 x t04n; others: fixed+zero, fixed stands if it worked, else inline "
+              "joins"] = _by_kind(charts, _first_stands("fixed", "zero", "inline"))
+        rules["charts: inline+zero, else +4 x t04n; others: fixed+zero, the first that worked stands, else "
+              "inline"] = _by_kind(charts, _first_stands("fixed", "zero", "inline", either=True))
+        rules["charts: inline+zero, inline stands if it worked, else +4 x t04n; others: fixed+zero, fixed stands "
+              "if it worked, else inline joins"] = _by_kind(_first_stands("inline", "zero", None, "t04n"),
+                                                            _first_stands("fixed", "zero", "inline"))
         if "t04f" in collected:
             for n in (4, 2):
                 rules[f"charts: inline+zero, else +4 x t04n; others: fixed+zero, else +{n} x t04f"] = _by_kind(
                     charts, _careful("fixed", "zero", "t04f", n))
+    if {"fixed", "terse", "inline", "t04n", "shots"} <= collected:
+        charts = _careful("inline", "terse", "t04n", 4)
+        rules["fixed+terse, stop"] = _careful("fixed", "terse", None)
+        rules["charts: inline+terse, else +4 x t04n; others: fixed+terse, fixed stands if it worked, else shots "
+              "joins"] = _by_kind(charts, _first_stands("fixed", "terse", "shots"))
+        rules["charts: inline+terse, else +4 x t04n; others: fixed+terse, fixed stands if it worked, else inline "
+              "joins"] = _by_kind(charts, _first_stands("fixed", "terse", "inline"))
+        rules["charts: inline+terse, else +4 x t04n; others: fixed+terse, stop"] = _by_kind(
+            charts, _careful("fixed", "terse", None))
+        rules["charts: inline+terse, else +4 x t04n; others: fixed+terse, the first that worked stands, else "
+              "shots"] = _by_kind(charts, _first_stands("fixed", "terse", "shots", either=True))
     if {"shots", "words", "plain", "t04"} <= collected:
         rules["shots+words, else plain decides, else +4 x t04"] = _tiebreak("shots", "words", "plain", "t04")
         rules["shots+words, else plain decides, else +2 x t04"] = _tiebreak("shots", "words", "plain", "t04", 2)
@@ -623,7 +648,9 @@ def turns(args: argparse.Namespace) -> None:
         for row in rows:
             question, variables, expected = question_of(row), row.get("variables") or {}, expected_of(row)
             style = "data-0shot" if variables else "chat-0shot"
-            view = _ask(backend, prompts.pal_messages(question, variables, style=style), 1, plain, pool, variables)
+            # the baseline keeps a slot of its own: in the zero view's, it would prefill the question for it
+            view = _ask(backend, prompts.pal_messages(question, variables, style=style), 1, plain, pool, variables,
+                        key="baseline")
             baseline = Candidate("plain", view["programs"][0], expected)
             start = time.perf_counter()
             session = solve(question, variables=variables or None, model=backend, executor=pool)

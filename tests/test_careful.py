@@ -75,7 +75,8 @@ def test_a_data_question_is_asked_after_fixed_examples_and_then_plainly_the_data
     session = solve(question, model=model, executor=pool, variables={"sales": sales})
     fixed, zero = model.calls
     assert fixed == prompts.pal_messages(question, {"sales": sales}, style=prompts.DATA_FIXED_STYLE)
-    assert zero == prompts.pal_messages(question, {"sales": sales}, style="data-0shot")
+    assert zero == prompts.pal_messages(question, {"sales": sales}, style=prompts.DATA_ZERO_STYLE)
+    assert zero[0]["content"].endswith("Write the code alone, with no comments.")
     for asked in (fixed, zero):  # the same data, then the question: only the question is new to the cache
         assert asked[-1]["content"].index("`sales`") < asked[-1]["content"].index(question)
     assert [a.view for a in session.programs] == ["fixed", "zero"]
@@ -95,23 +96,34 @@ def test_a_data_question_whose_first_view_works_keeps_its_answer_when_the_plain_
     assert doubt_message(session).startswith("I am not sure")
 
 
-def test_a_data_question_whose_first_view_fails_asks_the_idioms_and_no_samples(pool):
+def test_a_data_question_whose_first_view_fails_keeps_the_second_views_answer(pool):
+    sales = pd.DataFrame({"region": ["East", "West", "East"], "units": [3, 4, 5]})
+    question = "How many units were sold in the East region? Print just the number."
+    model = ScriptedBackend([fenced("print(sales['unit'].sum())"),
+                             fenced("print(sales[sales['region'] == 'East']['units'].sum())")])
+    session = solve(question, model=model, executor=pool, variables={"sales": sales}, samples=4)
+    assert model.batch_sizes == [1, 1]  # nothing more is written
+    assert session.programs[0].execution.error.ename == "KeyError"
+    assert session.answer == "8" and session.views_disagreed and session.confidence != "high"
+
+
+def test_a_data_question_whose_two_views_fail_asks_the_idioms_and_no_samples(pool):
     sales = pd.DataFrame({"region": ["East", "West", "East"], "units": [3, 4, 5]})
     question = "How many units were sold in the East region? Print just the number."
     right = fenced("print(sales.units[sales.region == 'East'].sum())")
-    model = ScriptedBackend([fenced("print(sales['unit'].sum())"),
-                             fenced("print(sales[sales['region'] == 'East']['units'].max())"), right])
+    model = ScriptedBackend([fenced("print(sales['unit'].sum())"), fenced("print(sales['units'].sum(axis=2))"),
+                             right])
     session = solve(question, model=model, executor=pool, variables={"sales": sales}, samples=4)
     assert model.batch_sizes == [1, 1, 1]  # the idioms' program; data questions draw no samples
     idioms = prompts.pal_messages(question, {"sales": sales}, style=prompts.DATA_STYLE)
     assert model.calls[2] == idioms and model.options[2].temperature_for(1) == 0
-    assert [o.cache_key for o in model.options] == ["data", "zero", "idioms"]  # a llama.cpp slot each
+    # a llama.cpp slot each; the fixed examples' one per set of data (views.View.cache_key_for)
+    assert [o.cache_key for o in model.options] == ["data:sales", "zero", "idioms"]
     assert [a.view for a in session.programs] == ["fixed", "zero", "idioms"]
     assert [a.sample for a in session.programs] == [1, 2, 3] and {a.samples for a in session.programs} == {3}
-    assert session.programs[0].execution.error.ename == "KeyError"
-    # 1 says 5, 1 says 8: the tie goes to the shortest program (the first view, which would win it, failed)
+    assert [a.execution.error.ename for a in session.programs[:2]] == ["KeyError", "ValueError"]
     assert session.answer == "8" and session.vote.votes == 1 and session.vote.voters == 3
-    assert session.weak_votes[0].more == 1 and session.views_disagreed and session.confidence != "high"
+    assert session.weak_votes == [] and session.views_disagreed and session.confidence != "high"
 
 
 def test_a_chart_question_is_asked_with_idioms_first(pool):
@@ -122,12 +134,15 @@ def test_a_chart_question_is_asked_with_idioms_first(pool):
     solve(question, model=model, executor=pool, variables={"sales": sales})
     idioms = prompts.pal_messages(question, {"sales": sales}, style=prompts.CHART_STYLE)
     assert model.calls[0] == idioms
-    assert model.calls[1] == prompts.pal_messages(question, {"sales": sales}, style="data-0shot")
+    assert model.calls[1] == prompts.pal_messages(question, {"sales": sales}, style=prompts.DATA_ZERO_STYLE)
     # the chart idioms' prompt begins as the fixed examples' does (the examples, then the data): one
     # llama.cpp slot holds both, so either reads only what follows the data afresh
     fixed = prompts.pal_messages(question, {"sales": sales}, style=prompts.DATA_FIXED_STYLE)
     assert idioms[:-1] == fixed[:-1] and idioms[-1]["content"].startswith(fixed[-1]["content"].split("Question:")[0])
-    assert [o.cache_key for o in model.options] == [views.DATA_FIXED.cache_key, "zero"] == ["data", "zero"]
+    assert [o.cache_key for o in model.options] == [views.DATA_FIXED.cache_key_for({"sales": sales}), "zero"] \
+        == ["data:sales", "zero"]
+    assert views.DATA_FIXED.cache_key_for({"sales": sales, "customers": sales}) == "data:customers,sales"
+    assert views.DATA_ZERO.cache_key_for({"sales": sales}) == "zero"  # its prompt begins with the data
 
 
 def test_a_failing_view_is_repaired_once_greedily_when_nothing_works(pool):

@@ -8,6 +8,7 @@ choice of runtime, and what a damaged file does (one line, never a crash of this
 from __future__ import annotations
 
 import dataclasses
+import os
 
 import threading
 import time
@@ -139,6 +140,42 @@ def test_two_prompts_on_one_cache_key_read_only_what_follows_their_common_start(
     assert tiny.last_timings[0]["cache_n"] > 200 and tiny.last_timings[0]["prompt_n"] < 60, tiny.last_timings
     tiny.generate(asked("Question: two?"), greedy)
     assert tiny.last_timings[0]["cache_n"] > 200 and tiny.last_timings[0]["prompt_n"] < 30, tiny.last_timings
+
+
+def test_a_slot_per_set_of_data_keeps_each_datas_description(tiny):
+    """Worked examples, then data A, data B, and data A again. On one cache key llama.cpp drops A's part
+    when B comes (the slot keeps more than half, so it is not saved) and reads A's description again.
+    With a key per set of data in one family ("shared:a", "shared:b": views.View.cache_key_for), B's new
+    slot starts as a copy of A's, so B reads only its data, and A's third question only itself."""
+    examples = [{"role": "system", "content": "Write Python. " + "Worked example. " * 60}]
+
+    def asked(data: str, text: str) -> list[dict[str, str]]:
+        return examples + [{"role": "user", "content": f"Data: {(data + ' ') * 60}\nQuestion: {text}"}]
+
+    greedy = GenerationOptions(max_new_tokens=2, temperature=0.0, stop_after_code=False)
+    for keys in (("shared", "shared"), ("shared:a", "shared:b")):
+        options = [dataclasses.replace(greedy, cache_key=key) for key in keys]
+        tiny.generate(asked("apple", "one?"), options[0])
+        tiny.generate(asked("pear", "two?"), options[1])
+        assert tiny.last_timings[0]["cache_n"] > 800, tiny.last_timings  # the worked examples, from the cache
+        tiny.generate(asked("apple", "three?"), options[0])
+        read = tiny.last_timings[0]["prompt_n"]
+        if keys[0] == keys[1]:
+            assert read > 120, tiny.last_timings  # A's description read again
+        else:
+            assert read < 30, tiny.last_timings  # only "three?" and the turn's end (the data: 120 or more)
+    assert not [name for name in os.listdir(tiny._socket_dir) if name.endswith(".bin")]  # no copy is kept
+
+
+def test_cache_keys_beyond_the_pinned_slots_take_the_least_recent_ones_slot(tiny):
+    backend = dataclasses.replace(tiny, _pinned={}, _socket_dir="")  # the slot table alone (no family: no copy)
+    pinned = backend.slots // 2
+    slots = {f"k{i}": backend._slot_for(f"k{i}") for i in range(pinned)}
+    assert sorted(slots.values()) == list(range(backend.slots - pinned, backend.slots))
+    assert backend._slot_for("k0") == slots["k0"]  # asked again: now the most recent
+    assert backend._slot_for("new") == slots["k1"]  # k1 was asked least recently
+    assert backend._slot_for("k0") == slots["k0"] and backend._slot_for("k2") == slots["k2"]
+    assert backend._slot_for(None) is None
 
 
 def test_more_programs_than_slots_is_one_clear_error(tiny):

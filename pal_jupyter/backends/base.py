@@ -58,7 +58,8 @@ class GenerationOptions:
     stop_when: Callable[[str], bool] | None = field(default=None, repr=False, compare=False)
     # Prompts asked with the same key are kept in the same place of the backend's prompt cache (a
     # llama.cpp slot of their own), so that prompts of another kind asked between them do not push
-    # out the part they share: each of the careful method's views names itself. None: anywhere.
+    # out the part they share: each of the careful method's views names itself. None: anywhere. A key
+    # "family:member" whose slot is new starts from a copy of its family's last slot (llama.cpp).
     cache_key: str | None = None
 
     def temperature_for(self, samples: int) -> float:

@@ -261,8 +261,8 @@ def _vote_round(session: Session, round_: _Round, index: int, messages: list[dic
 def _careful_round(session: Session, round_: _Round, index: int, messages: list[dict[str, str]],
                    notebook_text: str | None, style: str | None) -> list[Program]:
     """A round of the careful method (:mod:`.views`). The first: two independent greedy views (each
-    program run as soon as it is written); when they do not agree, the first view's answer stands if
-    the plan says so and its program worked; else the plan's third view writes a greedy program (a
+    program run as soon as it is written); when they do not agree, the answer of the first view whose
+    program worked stands if the plan says so; else the plan's third view writes a greedy program (a
     question about data: the idioms most like it) and, when the plan samples, ``samples`` programs
     sampled from its prompt (else the first view's) join the vote. A repair round: one greedy
     correction of ``messages``."""
@@ -283,15 +283,16 @@ def _careful_round(session: Session, round_: _Round, index: int, messages: list[
         candidates.append(program)
         session.programs.append(program)
     words_view = len(program_views) < len(plan.views)
-    preferred = candidates[0].sample if plan.first_stands else None
+    preferred = candidates[0].sample if plan.worked_stands else None
     _join_round(session, round_, candidates, [], words, words_view=words_view, preferred=preferred)
     vote = session.vote
     agreed = vote is not None and vote.winner is not None and vote.votes == len(plan.views)
     session.views_disagreed = not agreed
-    # A plan's first view whose program worked keeps its answer (not sure): on the DataFrame suite it was
-    # the right one each time the plain view disagreed, 11 of 11 in two collections (docs/benchmarks.md,
-    # "The first view stands").
-    if agreed or round_.samples < 1 or (plan.first_stands and candidates[0].good):
+    # The first view whose program worked keeps its answer (not sure): on the DataFrame suite the first
+    # view was the right one each time the plain view disagreed, 11 of 11 in two collections, and the
+    # idioms' program after a first view that failed changed no answer where the second worked
+    # (docs/benchmarks.md, "The first view stands", "A slot per set of data").
+    if agreed or round_.samples < 1 or (plan.worked_stands and any(c.good for c in candidates)):
         return candidates
     samples = round_.samples if plan.sampled else 0
     more = samples + (plan.then is not None)
@@ -308,7 +309,7 @@ def _careful_round(session: Session, round_: _Round, index: int, messages: list[
         _join_round(session, round_, candidates, [sampled_from], words, words_view=words_view, preferred=preferred)
     if samples:
         extra = round_.run(1, sampled_from.messages, session.question, drawn=len(candidates), count=samples,
-                           sampled=source.cache_key)
+                           sampled=source.cache_key_for(round_.variables))
         _join_round(session, round_, candidates, extra, words, words_view=words_view, preferred=preferred)
     return candidates
 
@@ -320,7 +321,7 @@ def _write_view(session: Session, round_: _Round, view: views.View, sample: int,
                                                                             notebook_text),
                       sample=sample, samples=samples, view=view.name)
     round_.observer.program_started(program)
-    round_.write(program, session.question, view.cache_key)
+    round_.write(program, session.question, view.cache_key_for(round_.variables))
     return program
 
 

@@ -182,7 +182,7 @@ OPTIONS: dict[str, Option] = {o.name: o for o in (
            "llama.cpp uses the GGUF file's own quantisation)", choices=("auto", "float32", "bfloat16", "float16")),
     Option("method", str, METHODS[0], "how programs are asked for: careful (two independent greedy views: two programs, "
            "or for a word problem a program and the answer in words; when they disagree, SAMPLES more are sampled and vote, but for --use data "
-           "the first program's answer stands if it worked, else one more from pandas idioms votes) or vote (SAMPLES sampled programs per "
+           "the answer of the first program that worked stands, else one more from pandas idioms votes) or vote (SAMPLES sampled programs per "
            "attempt; the answer most of them print wins)", choices=METHODS),
     Option("samples", int, DEFAULT_SAMPLES, "programs sampled when the two careful views disagree (method "
            "careful, word problems and charts; 0: none, nor the --use idioms' program), or per attempt (method vote)", flags=("-k",), low=0, high=MAX_SAMPLES),

@@ -4,8 +4,9 @@ A question is first answered by two *views*, each greedy (no sampling) and neith
 other's worked examples (a :class:`Plan`):
 
 * a question about the user's data: two programs, one after four fixed pandas examples, one from
-  the plain description of the data; both put the data before the question, so that the next
-  question about the same data prefills only itself (the rest is in llama.cpp's cache);
+  the plain description of the data, the code alone asked for (its programs had been half comments);
+  both put the data before the question, so that the next question about the same data prefills
+  only itself (the rest is in llama.cpp's cache);
 * a question that asks for a chart of the data: one program from the pandas idioms most like the
   question (which show each kind of chart), after the data; one from the plain description;
 * a word problem: one program from the worked examples, and the question worked out in words,
@@ -14,11 +15,11 @@ other's worked examples (a :class:`Plan`):
 Programs are written code-only (the reply begins with the code fence and ends at the closing one:
 no token spent on words around it) and each runs as soon as it is written. When the two views give
 the same answer, the question is done and the answer is shown as sure. When they disagree, a
-question about data keeps its first view's answer (shown as not sure) if that program worked: it was
-the right one every time the plain view disagreed on the DataFrame suite (7 of 7, and 4 of 4 in the
-collection before the fourth example). Only a first view that failed gets a third greedy program,
-from the idioms most like the question, which joins the vote (no samples: they changed no answer
-there). A chart or a word problem whose views disagree gets ``samples`` programs sampled at a low
+question about data keeps the answer of the first view whose program worked (shown as not sure):
+the first view was the right one every time the plain view disagreed on the DataFrame suite (7 of 7,
+and 4 of 4 in the collection before the fourth example). Only when both failed is a third greedy
+program written, from the idioms most like the question, which joins the vote (no samples: they
+changed no answer there). A chart or a word problem whose views disagree gets ``samples`` programs sampled at a low
 temperature from the first view's prompt, and they all join the vote, where every program counts
 one and the words answer one more for the programs it agrees with.
 
@@ -30,7 +31,9 @@ its prompt in a cache slot of its own (``GenerationOptions.cache_key``, its name
 its idioms come after the data, inside the question's turn (``data-inline``), in the fixed examples'
 slot (``cache_key`` "data"), so they read only themselves and the question (439 tokens on average on
 the chart suite, against 768). Asked that way for the other data questions too, they lost the
-"units times unit_price" questions end to end, so those keep the idioms as worked examples.
+"units times unit_price" questions end to end, so those keep the idioms as worked examples. That slot
+is kept per set of data (:meth:`View.cache_key_for`): a question about a frame asked about before
+reads only itself, whatever was asked in between.
 
 When the two first views disagree, the answer is never shown as sure, however many of the programs
 written after them agree (:attr:`~.records.Session.confidence`).
@@ -66,6 +69,9 @@ class View:
     # The llama.cpp cache slot its prompt is kept in (GenerationOptions.cache_key); its name unless it
     # shares one with a view whose prompt begins the same way (then each reads only what differs).
     cache: str | None = None
+    # A slot per set of data (the variables' names), for a prompt whose worked examples come before
+    # the data: see cache_key_for.
+    slot_per_data: bool = False
 
     @property
     def writes_program(self) -> bool:
@@ -75,6 +81,19 @@ class View:
     def cache_key(self) -> str:
         return self.cache or self.name
 
+    def cache_key_for(self, variables: Mapping[str, Any] | None) -> str:
+        """The cache key of this view's prompt about ``variables``.
+
+        Why a slot per set of data: a prompt that begins with ~1,700 tokens of worked examples keeps
+        more than half of its slot when the data changes, and llama.cpp then drops the old data's part
+        without saving it to its RAM cache (it saves a slot only when a new prompt keeps less than half
+        of it), so going back to a frame read its whole description again (300-450 tokens, 16-24 s on a
+        2-core AVX2 CPU; 11 times in the DataFrame suite's 45 questions). The zero-shot view, whose
+        prompt begins with the data, is saved and restored by llama.cpp as it is."""
+        if self.slot_per_data and variables:
+            return f"{self.cache_key}:{','.join(sorted(variables))}"
+        return self.cache_key
+
 
 @dataclass(frozen=True)
 class Plan:
@@ -82,15 +101,15 @@ class Plan:
     ``then`` (when there is one) writes a third greedy program and the samples come from its prompt,
     else from the first view's.
 
-    ``first_stands``: when the first view's program works (it ran, and its answer is on target) and
-    the second disagrees, the first view's answer is shown, as not sure, and nothing more is written;
-    only a first view that failed asks ``then``. ``sampled``: whether samples follow a disagreement
-    (the ``samples`` setting says how many)."""
+    ``worked_stands``: when the two views disagree and a program of theirs worked (it ran, and its answer
+    is on target), the answer of the first that worked is shown, as not sure, and nothing more is
+    written; only when both failed is ``then`` asked. ``sampled``: whether samples follow a
+    disagreement (the ``samples`` setting says how many)."""
 
     first: View
     second: View
     then: View | None = None
-    first_stands: bool = False
+    worked_stands: bool = False
     sampled: bool = True
 
     @property
@@ -101,15 +120,16 @@ class Plan:
 SHOTS = View("shots", "worked examples, one greedy program", style=prompts.DEFAULT_STYLE)
 WORDS = View("words", "the question worked out in words, step by step; the number it ends on votes")
 DATA_FIXED = View("fixed", "four fixed pandas examples, the data before the question, one greedy program",
-                  style=prompts.DATA_FIXED_STYLE, cache="data")
-DATA_ZERO = View("zero", "the data described, no worked examples, one greedy program", style="data-0shot")
+                  style=prompts.DATA_FIXED_STYLE, cache="data", slot_per_data=True)
+DATA_ZERO = View("zero", "the data described, no worked examples, the code alone asked for, one greedy program",
+                 style=prompts.DATA_ZERO_STYLE)
 DATA_IDIOMS = View("idioms", "pandas idioms like the question's, one greedy program", style=prompts.DATA_STYLE)
 CHART_IDIOMS = View("idioms", "the fixed pandas examples, the data, then the idioms like the question's, one greedy "
-                    "program", style=prompts.CHART_STYLE, cache="data")
+                    "program", style=prompts.CHART_STYLE, cache="data", slot_per_data=True)
 
 #: A word problem; a question about the user's data (``--use``); one that asks for a chart of it.
 WORD_PLAN = Plan(SHOTS, WORDS)
-DATA_PLAN = Plan(DATA_FIXED, DATA_ZERO, then=DATA_IDIOMS, first_stands=True, sampled=False)
+DATA_PLAN = Plan(DATA_FIXED, DATA_ZERO, then=DATA_IDIOMS, worked_stands=True, sampled=False)
 CHART_PLAN = Plan(CHART_IDIOMS, DATA_ZERO)
 #: The temperature of the programs sampled when the two views disagree (unless one was asked for).
 ESCALATION_TEMPERATURE = 0.4

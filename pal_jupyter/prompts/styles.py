@@ -69,6 +69,9 @@ DATA_SYSTEM = (
     "exist in the program's session: use them as they are, and never create, load or rebuild them. "
     "Reply with exactly one ```python code block."
 )
+#: The same, asking for the code alone: with no examples to copy, the default model began half its
+#: programs' characters with comments ("# Assuming sales is already defined") and blank lines.
+DATA_TERSE_SYSTEM = DATA_SYSTEM + " Write the code alone, with no comments."
 
 
 @dataclass(frozen=True)
@@ -168,6 +171,8 @@ PROMPT_STYLES: dict[str, PromptStyle] = {
                         _DATA_TURNS, data_first=True),
         PromptStyle("data-0shot", "pandas on a described DataFrame, no worked examples; the data first", DATA_SYSTEM,
                     (), data_first=True),
+        PromptStyle("data-0terse", "data-0shot, asking for the code without comments", DATA_TERSE_SYSTEM, (),
+                    data_first=True),
     )
 }
 #: Chosen by measurement on GSM8K train questions that are not worked examples (benchmarks/README.md).
@@ -179,6 +184,9 @@ DATA_STYLE = "data-similar"
 #: in the question's turn, so that only they and the question are read afresh (docs/benchmarks.md,
 #: "The idioms after the data"; measured there for the other data questions too, and not taken).
 CHART_STYLE = "data-inline"
+#: The careful method's second view of a question about data (or a chart of it): no worked examples, the
+#: code alone asked for ("A slot per set of data; the code alone").
+DATA_ZERO_STYLE = "data-0terse"
 #: The careful method's first view of a question about data: the whole prompt but the question is the
 #: same as the last question's about the same data, so it is read from the cache ("Careful first").
 DATA_FIXED_STYLE = "data-fixed"
