@@ -145,7 +145,7 @@ def collect_question(backend: Any, pool: KernelPool, row: dict[str, Any], seed: 
     if "zero" in wanted:
         views["zero"] = _ask(backend, zero, 1, code, pool, variables, key=zero_key)
     if "terse" in wanted and data:  # in the zero view's slot: collect it in a pass of its own
-        terse = prompts.pal_messages(question, variables, style="data-0terse")
+        terse = prompts.pal_messages(question, variables, style=prompts.DATA_ZERO_STYLE)
         views["terse"] = _ask(backend, terse, 1, code, pool, variables, key=zero_key)
     if "shots" in wanted:
         views["shots"] = _ask(backend, shots, 1, code, pool, variables, key=shots_key)
@@ -473,20 +473,12 @@ def _rules(collected: set[str]) -> dict[str, Rule]:
                 charts, _then_view("fixed", "zero", "shots", "t04"))
         rules["charts: inline+zero, else +4 x t04n; others: fixed+zero, else inline + 4 x t04n join"] = _by_kind(
             charts, _then_view("fixed", "zero", "inline", "t04n"))
-        rules["charts: inline+zero, else +4 x t04n; others: fixed+zero, stop"] = _by_kind(
-            charts, _careful("fixed", "zero", None))
         if {"shots", "t04"} <= collected:
             rules["charts: inline+zero, else +4 x t04n; others: fixed+zero, else shots joins"] = _by_kind(
                 charts, _then_view("fixed", "zero", "shots", "t04", 0))
         if "shots" in collected:
-            rules["charts: inline+zero, else +4 x t04n; others: fixed+zero, fixed stands if it worked, "
-                  "else shots joins"] = _by_kind(charts, _first_stands("fixed", "zero", "shots"))
-            rules["charts: inline+zero, else +4 x t04n; others: fixed+zero, the first that worked stands, "
-                  "else shots"] = _by_kind(charts, _first_stands("fixed", "zero", "shots", either=True))
             rules["charts: inline+zero, inline stands if it worked, else +4 x t04n; others: the same"] = _by_kind(
                 _first_stands("inline", "zero", None, "t04n"), _first_stands("fixed", "zero", "shots"))
-        rules["charts: inline+zero, else +4 x t04n; others: fixed+zero, fixed stands if it worked, else inline "
-              "joins"] = _by_kind(charts, _first_stands("fixed", "zero", "inline"))
         rules["charts: inline+zero, else +4 x t04n; others: fixed+zero, the first that worked stands, else "
               "inline"] = _by_kind(charts, _first_stands("fixed", "zero", "inline", either=True))
         rules["charts: inline+zero, inline stands if it worked, else +4 x t04n; others: fixed+zero, fixed stands "
@@ -496,17 +488,19 @@ def _rules(collected: set[str]) -> dict[str, Rule]:
             for n in (4, 2):
                 rules[f"charts: inline+zero, else +4 x t04n; others: fixed+zero, else +{n} x t04f"] = _by_kind(
                     charts, _careful("fixed", "zero", "t04f", n))
-    if {"fixed", "terse", "inline", "t04n", "shots"} <= collected:
-        charts = _careful("inline", "terse", "t04n", 4)
-        rules["fixed+terse, stop"] = _careful("fixed", "terse", None)
-        rules["charts: inline+terse, else +4 x t04n; others: fixed+terse, fixed stands if it worked, else shots "
-              "joins"] = _by_kind(charts, _first_stands("fixed", "terse", "shots"))
-        rules["charts: inline+terse, else +4 x t04n; others: fixed+terse, fixed stands if it worked, else inline "
-              "joins"] = _by_kind(charts, _first_stands("fixed", "terse", "inline"))
-        rules["charts: inline+terse, else +4 x t04n; others: fixed+terse, stop"] = _by_kind(
-            charts, _careful("fixed", "terse", None))
-        rules["charts: inline+terse, else +4 x t04n; others: fixed+terse, the first that worked stands, else "
-              "shots"] = _by_kind(charts, _first_stands("fixed", "terse", "shots", either=True))
+    for second in ("zero", "terse"):  # the product's rules, with either second view
+        if not {"fixed", second, "inline", "t04n"} <= collected:
+            continue
+        charts = _careful("inline", second, "t04n", 4)
+        head = f"charts: inline+{second}, else +4 x t04n; others: fixed+{second}"
+        rules[f"{head}, stop"] = _by_kind(charts, _careful("fixed", second, None))
+        rules[f"{head}, fixed stands if it worked, else inline joins"] = _by_kind(
+            charts, _first_stands("fixed", second, "inline"))
+        if "shots" in collected:
+            rules[f"{head}, fixed stands if it worked, else shots joins"] = _by_kind(
+                charts, _first_stands("fixed", second, "shots"))
+            rules[f"{head}, the first that worked stands, else shots"] = _by_kind(
+                charts, _first_stands("fixed", second, "shots", either=True))
     if {"shots", "words", "plain", "t04"} <= collected:
         rules["shots+words, else plain decides, else +4 x t04"] = _tiebreak("shots", "words", "plain", "t04")
         rules["shots+words, else plain decides, else +2 x t04"] = _tiebreak("shots", "words", "plain", "t04", 2)

@@ -202,11 +202,11 @@ class LlamaCppBackend(BatchingBackend):
             slot = self.slots - 1 - len(self._pinned)
         else:
             slot = self._pinned.pop(next(iter(self._pinned)))  # dicts keep the order keys came in
-        family = key.partition(":")[0] + ":" if ":" in key else None
-        sibling = next((s for k, s in reversed(self._pinned.items()) if family and k.startswith(family)), None)
+        family, separator, _ = key.partition(":")
+        siblings = [s for k, s in self._pinned.items() if separator and k.startswith(family + separator)]
         self._pinned[key] = slot
-        if sibling is not None:
-            self._copy_slot(sibling, slot)
+        if siblings:
+            self._copy_slot(siblings[-1], slot)  # the family's most recently asked
         return slot
 
     def _copy_slot(self, source: int, target: int) -> None:
