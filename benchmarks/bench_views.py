@@ -130,7 +130,7 @@ def collect_question(backend: Any, pool: KernelPool, row: dict[str, Any], seed: 
                      wanted: Sequence[str] = VIEWS) -> dict[str, Any]:
     question, variables = question_of(row), row.get("variables") or {}
     data = bool(variables)
-    zero_style, shots_style = ("data-0shot", "data-similar") if data else ("chat-0shot", "chat-2shot")
+    zero_style, shots_style = ("data-0shot", "data-similar") if data else ("chat-0shot", prompts.WORD_PROBLEM_STYLE)
     zero = prompts.pal_messages(question, variables, style=zero_style)
     shots = prompts.pal_messages(question, variables, style=shots_style)
     # each prompt on the cache key of the product's view that asks it
@@ -144,8 +144,8 @@ def collect_question(backend: Any, pool: KernelPool, row: dict[str, Any], seed: 
         views["plain"] = _ask(backend, zero, 1, greedy, pool, variables, key=zero_key)
     if "zero" in wanted:
         views["zero"] = _ask(backend, zero, 1, code, pool, variables, key=zero_key)
-    if "terse" in wanted and data:  # in the zero view's slot: collect it in a pass of its own
-        terse = prompts.pal_messages(question, variables, style=prompts.DATA_ZERO_STYLE)
+    if "terse" in wanted:  # in the zero view's slot: collect it in a pass of its own
+        terse = prompts.pal_messages(question, variables, style=prompts.DATA_ZERO_STYLE if data else prompts.ZERO_STYLE)
         views["terse"] = _ask(backend, terse, 1, code, pool, variables, key=zero_key)
     if "shots" in wanted:
         views["shots"] = _ask(backend, shots, 1, code, pool, variables, key=shots_key)
@@ -156,10 +156,10 @@ def collect_question(backend: Any, pool: KernelPool, row: dict[str, Any], seed: 
     for name, messages in ((("inline", inline), ("fixed", fixed)) if chart else (("fixed", fixed), ("inline", inline))):
         if data and name in wanted:
             views[name] = _ask(backend, messages, 1, code, pool, variables, key=fixed_key)
-    if not data and "words" in wanted:
+    if not data and "words" in wanted:  # in the programs' slot, after them: only its opening is read
         words = _ask(backend, reasoning.words_messages(question), 1,
                      GenerationOptions(max_new_tokens=reasoning.WORDS_TOKENS, temperature=0.0,
-                                       stop_after_code=False), None, variables, key=product_views.WORDS.name)
+                                       stop_after_code=False), None, variables, key=product_views.WORDS.cache_key)
         views["words"] = words
     if not data and "reasoned" in wanted and "words" in views:
         views["reasoned"] = _ask(backend, reasoning.program_messages(question, words["texts"][0]), 1, code, pool,
@@ -277,8 +277,9 @@ SURE_AFTER_DISAGREEMENT = os.environ.get("PAL_BENCH_SURE_AFTER_DISAGREEMENT") ==
 MISSING_SAMPLES: set[int] = set()
 
 def _first_good(pair: Sequence[Candidate]) -> Candidate | None:
-    """What a rule shows when its views disagree and nothing more is asked: the first that worked."""
-    return next((c for c in pair if c.program.good), None)
+    """What a rule shows when its views disagree and nothing more is asked: the first program that
+    worked (an answer in words is no program: the product never shows it alone)."""
+    return next((c for c in pair if c.program.good and not c.words), None)
 
 
 Rule = Callable[[dict[str, list[Candidate]], dict[str, Any]], tuple[Any, bool, list[str]]]
@@ -345,31 +346,40 @@ def _with_samples(views: dict[str, list[Candidate]], record: dict[str, Any], gre
     return winner, SURE_AFTER_DISAGREEMENT and weight >= 0.8 * total, [*used, f"{escalate}:{n}"]
 
 
-def _three(first: str, second: str, third: str, escalate: str, n: int = 4) -> Rule:
+def _three(first: str, second: str, third: str, escalate: str | None, n: int = 4) -> Rule:
     """Three greedy views, all paid for: sure only when all three agree; else ``n`` samples of
-    ``escalate`` join the vote (sure only if 80 % of it agrees)."""
+    ``escalate`` join the vote (sure only if 80 % of it agrees), or without ``escalate`` two of three win."""
     def rule(views: dict[str, list[Candidate]], record: dict[str, Any]) -> tuple[Any, bool, list[str]]:
         greedy = views[first][:1] + views[second][:1] + views[third][:1]
         winner, weight, _ = _vote(greedy)
         if winner is not None and weight >= 3:
             return winner, True, [first, second, third]
+        if escalate is None:  # two of three win; else the first program that worked
+            return winner if weight >= 2 else _first_good(greedy), False, [first, second, third]
         return _with_samples(views, record, greedy, [first, second, third], escalate, n)
     return rule
 
 
-def _tiebreak(first: str, second: str, judge: str, escalate: str, n: int = 4) -> Rule:
+def _tiebreak(first: str, second: str, judge: str, escalate: str | None, n: int = 4) -> Rule:
     """Two greedy views; when they agree, done and sure. Else ``judge`` is asked: the answer it
-    agrees with wins (not sure); when it agrees with neither, ``n`` samples of ``escalate`` join the vote."""
+    agrees with wins (not sure); when it agrees with neither, ``n`` samples of ``escalate`` join the vote
+    (without ``escalate``: the first that worked stands). ``_tiebreak("shots", "terse", "words", None)``
+    is the product's plan for word problems (``views.WORD_PLAN``); the judge is not asked when both
+    views failed (a repair follows, unpriced)."""
     def rule(views: dict[str, list[Candidate]], record: dict[str, Any]) -> tuple[Any, bool, list[str]]:
         pair = views[first][:1] + views[second][:1]
         winner, weight, _ = _vote(pair)
         if winner is not None and weight >= 2:
             return winner, True, [first, second]
+        if escalate is None and not any(c.program.good for c in pair):
+            return None, False, [first, second]
         said = views[judge][0].program.program_answer
         backed = next((c for c in pair if c.program.good and said is not None
                        and c.program.program_answer.same_as(said)), None)
         if backed is not None:
             return backed, False, [first, second, judge]
+        if escalate is None:
+            return _first_good(pair), False, [first, second, judge]
         return _with_samples(views, record, pair, [first, second, judge], escalate, n)
     return rule
 
@@ -431,7 +441,7 @@ SINGLES = {
     "reasoned": "reasoned (words, then its program)",
 }
 #: Two greedy views, and the view whose samples join them when they disagree.
-PAIRS = (("shots", "zero", "t04"), ("shots", "plain", "t04"), ("shots", "reasoned", "t04"),
+PAIRS = (("shots", "zero", "t04"), ("shots", "plain", "t04"), ("shots", "terse", "t04"), ("shots", "reasoned", "t04"),
          ("zero", "reasoned", "t04"), ("shots", "words", "t04"), ("zero", "words", "t04"), ("reasoned", "shots", "t04"),
          ("reasoned", "words", "t04"), ("fixed", "zero", "t04f"), ("fixed", "zero", "t04"), ("shots", "fixed", "t04"),
          ("inline", "zero", "t04n"), ("fixed", "zero", "t04n"), ("fixed", "terse", "t04n"), ("inline", "terse", "t04n"))
@@ -501,6 +511,10 @@ def _rules(collected: set[str]) -> dict[str, Rule]:
                 charts, _first_stands("fixed", second, "shots"))
             rules[f"{head}, the first that worked stands, else shots"] = _by_kind(
                 charts, _first_stands("fixed", second, "shots", either=True))
+    if {"shots", "terse", "words"} <= collected:
+        rules["shots+terse, else words decide (the default)"] = _tiebreak("shots", "terse", "words", None)
+        rules["shots+words, else terse decides"] = _tiebreak("shots", "words", "terse", None)
+        rules["shots+words+terse, all asked, sure when all three agree"] = _three("shots", "words", "terse", None)
     if {"shots", "words", "plain", "t04"} <= collected:
         rules["shots+words, else plain decides, else +4 x t04"] = _tiebreak("shots", "words", "plain", "t04")
         rules["shots+words, else plain decides, else +2 x t04"] = _tiebreak("shots", "words", "plain", "t04", 2)

@@ -9,7 +9,7 @@ import pytest
 from pal_jupyter import ExecutorLimits, KernelPool, ScriptedBackend, solve
 from pal_jupyter import prompts
 from pal_jupyter.engine import views
-from pal_jupyter.engine.vote import doubt_message
+from pal_jupyter.engine.vote import doubt_message, effort_note
 
 
 def fenced(code: str) -> str:
@@ -25,46 +25,54 @@ def pool():
         yield pool
 
 
-def test_a_program_and_the_words_that_agree_are_sure_and_nothing_more_is_written(pool):
-    model = ScriptedBackend([fenced("print(60 * 2.5)"), WORDS])
+def test_two_programs_that_agree_are_sure_and_nothing_more_is_written(pool):
+    model = ScriptedBackend([fenced("print(60 * 2.5)"), fenced("print(150.0)")])
     session = solve("How far does a car go at 60 mph in 2.5 hours?", model=model, executor=pool)
-    assert model.batch_sizes == [1, 1]  # the worked-examples program, then the words: no program from them
-    shots, words = model.calls
-    assert shots == prompts.pal_messages(session.question, style=prompts.DEFAULT_STYLE)
-    assert words == prompts.words_messages(session.question)
-    assert model.options[0].code_only and model.options[0].temperature_for(1) == 0
-    assert not model.options[1].code_only and model.options[1].temperature_for(1) == 0
-    assert [a.view for a in session.programs] == ["shots"]
+    assert model.batch_sizes == [1, 1]  # the worked-examples program, then the zero-shot one: no words
+    shots, zero = model.calls
+    assert shots == prompts.pal_messages(session.question, style=prompts.WORD_PROBLEM_STYLE)
+    assert zero == prompts.pal_messages(session.question, style=prompts.ZERO_STYLE)
+    assert all(o.code_only and o.temperature_for(1) == 0 for o in model.options)
+    assert [o.cache_key for o in model.options] == ["shots", "zero"]
+    assert [a.view for a in session.programs] == ["shots", "zero"] and session.second_opinion is None
     assert session.vote.votes == 2 and session.vote.voters == 2 and session.confidence == "high"
-    assert session.answer == "150.0" and session.second_opinion.answer.value == 150
-    assert doubt_message(session) == ("The program and the answer worked out in words, written independently, "
-                                      "agree on this answer.")
-    assert session.vote.tally == "the program and the answer worked out in words agree"
+    assert session.answer == "150.0"
+    assert doubt_message(session) == "2 of 2 programs, written independently, agree on this answer."
 
 
-def test_a_program_and_words_that_disagree_get_samples_at_a_low_temperature_and_a_vote(pool):
-    model = ScriptedBackend([fenced("print(60 + 2.5)"), "Answer: 150", fenced("print(60 * 2.5)"),
-                             fenced("print(2.5 * 60)"), fenced("print(62.5)"), fenced("print(150)")])
+def test_two_programs_that_disagree_are_decided_by_the_words_in_the_first_programs_slot(pool):
+    model = ScriptedBackend([fenced("print(60 + 2.5)"), fenced("print(60 * 2.5)"), WORDS])
     session = solve("How far?", model=model, executor=pool, samples=4)
-    assert model.batch_sizes == [1, 1, 4]
-    sampled = model.options[-1]
-    assert sampled.code_only and sampled.temperature_for(4) == views.ESCALATION_TEMPERATURE
-    assert model.calls[-1] == model.calls[0]  # sampled from the program's prompt
-    assert len(session.programs) == 5 and [a.sample for a in session.programs] == [1, 2, 3, 4, 5]
-    # 3 of 5 programs say 150, and so do the words: 4 of 6 voters, shown with a caution
-    assert session.vote.winner.answer.value == 150 and session.vote.votes == 4 and session.vote.voters == 6
-    assert session.confidence == "medium"
-    assert doubt_message(session).startswith("3 of 5 programs and the answer worked out in words agree on this answer, but not all")
-    assert session.weak_votes and session.weak_votes[0].more == 4 and session.weak_votes[0].how == "words"
+    assert model.batch_sizes == [1, 1, 1]  # no samples: the words decide
+    # the first program's prompt up to the reply, in its slot: the words read only their opening
+    assert model.calls[2] == model.calls[0] + [{"role": "assistant", "content": prompts.WORDS_OPENING}]
+    assert model.calls[2] == prompts.words_messages("How far?")
+    assert model.options[2].cache_key == model.options[0].cache_key == "shots"
+    assert not model.options[2].code_only and model.options[2].temperature_for(1) == 0
+    assert len(session.programs) == 2 and session.answer == "150.0" and session.second_opinion.answer.value == 150
+    assert session.confidence == "medium"  # the first views disagreed: never shown as sure
+    assert doubt_message(session) == ("1 of 2 programs and the answer worked out in words agree on this answer, "
+                                      "but not all: check the steps before you rely on it.")
+    weak = session.weak_votes[0]
+    assert weak.how == "decide" and weak.more == 0
+    assert effort_note(weak) == ("The two programs disagreed (62.5 won only 1 of 2): the question was worked "
+                                 "out in words to decide between them.")
 
 
-def test_without_samples_a_disagreement_is_shown_as_doubt(pool):
-    model = ScriptedBackend([fenced("print(60 + 2.5)"), "Answer: 150"])
+def test_words_that_agree_with_neither_program_leave_the_first_programs_answer_in_doubt(pool):
+    model = ScriptedBackend([fenced("print(60 + 2.5)"), fenced("print(60 * 2.5)"), "Answer: 7"])
+    session = solve("How far?", model=model, executor=pool)
+    assert model.batch_sizes == [1, 1, 1] and session.answer == "62.5"  # a tie goes to the first view
+    assert session.confidence == "low"
+    assert doubt_message(session).startswith("I am not sure: the programs disagree (1 says 62.5 and 1 says 150.0).")
+
+
+def test_without_samples_a_disagreement_is_shown_as_doubt_without_the_words(pool):
+    model = ScriptedBackend([fenced("print(60 + 2.5)"), fenced("print(60 * 2.5)")])
     session = solve("How far?", model=model, executor=pool, samples=0)
     assert model.batch_sizes == [1, 1]
-    assert session.confidence == "low"
-    assert doubt_message(session).startswith("I am not sure: the program and the answer worked out in words disagree.")
-    assert "62.5" in session.answer  # the program's answer is shown, with the doubt
+    assert session.confidence == "low" and session.answer == "62.5"
+    assert doubt_message(session).startswith("I am not sure: the programs disagree")
 
 
 def test_a_data_question_is_asked_after_fixed_examples_and_then_plainly_the_data_first_in_both(pool):
@@ -147,12 +155,18 @@ def test_a_chart_question_is_asked_with_idioms_first(pool):
 
 def test_a_failing_view_is_repaired_once_greedily_when_nothing_works(pool):
     broken = fenced("print(undefined_total)")
-    model = ScriptedBackend([broken, "Answer: 150", broken, broken,
-                             "Explanation: the name was never set.\n" + fenced("print(150)")])
+    model = ScriptedBackend([broken, broken, "Explanation: the name was never set.\n" + fenced("print(150)")])
     session = solve("How far?", model=model, executor=pool, samples=2, max_attempts=2)
-    assert model.batch_sizes == [1, 1, 2, 1]  # the program, the words, 2 samples; the repair is one greedy program
+    assert model.batch_sizes == [1, 1, 1]  # the two programs; no words with nothing to decide; one repair
     assert not model.options[-1].code_only  # a repair explains the error first
     assert session.rounds == 2 and session.answer == "150" and session.final.kind == "repair"
+    # the failed program's conversation goes on in its own slot: only its reply and the feedback are new
+    first, repair = session.programs[0], session.programs[-1]
+    assert repair.messages[:-2] == first.messages and repair.messages[-2] == {"role": "assistant",
+                                                                              "content": first.completion}
+    assert "undefined_total" in repair.messages[-1]["content"] and \
+        repair.messages[-1]["content"].endswith(prompts.REPAIR_REQUEST)
+    assert model.options[-1].cache_key == first.cache_key == "shots" and repair.cache_key == "shots"
 
 
 def test_a_row_number_printed_for_a_name_is_refused_and_the_name_wins(pool):

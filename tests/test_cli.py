@@ -302,7 +302,7 @@ def test_bench_reports_the_words_answer_and_where_the_question_would_have_stoppe
     programs = iter([f"```python\nprint({n})\n```" for n in (1, 6, 2)])
 
     def reply(messages):
-        if messages[0]["content"] == prompts.WORDS_SYSTEM:
+        if messages[-1] == {"role": "assistant", "content": prompts.WORDS_OPENING}:
             return "2 * 3 = 6\nAnswer: 6"
         if messages[-1]["content"] == prompts.FOLLOW_YOUR_STEPS:
             return "```python\nprint(2 * 3)\n```"

@@ -103,6 +103,22 @@ def test_a_code_only_reply_begins_at_the_fence_and_ends_at_the_closing_one(tiny)
     assert tiny._request(MESSAGES, 1, options)["messages"][-1] == {"role": "assistant", "content": "```python\n"}
 
 
+def test_a_reply_begun_after_a_programs_prompt_reads_only_its_opening(tiny):
+    """The careful method's words after its program: the same prompt up to the reply, on the same key,
+    the reply begun with the words' opening: llama.cpp continues that turn, reads only the opening
+    (the worked examples and the question are in the slot), and returns only what follows it."""
+    prompt = [{"role": "system", "content": "Answer. " + "Worked example. " * 60},
+              {"role": "user", "content": "Question: " + "how many apples? " * 20}]
+    tiny.generate(prompt, GenerationOptions(max_new_tokens=4, code_only=True, cache_key="shots"))
+    begun = [*prompt, {"role": "assistant", "content": "Step by step:\n"}]
+    words = tiny.generate(begun, GenerationOptions(max_new_tokens=4, stop_after_code=False, cache_key="shots"))
+    timing = tiny.last_timings[0]
+    assert timing["prompt_n"] <= len("Step by step:\n") + 2 and timing["cache_n"] > 1000, timing  # of ~1,200
+    assert not words.text.startswith("Step by step:")
+    assert tiny._request(begun, 1, GenerationOptions())["messages"][-1] == begun[-1]
+    tiny._pinned.pop("shots")  # the module's backend is shared: the next tests count its pinned slots from none
+
+
 def test_prompts_with_their_own_cache_keys_keep_their_caches(tiny):
     """The careful method's first view, then another prompt sharing its worked examples (which
     llama.cpp would put in the first one's slot), then the first view's next question: with a cache key
@@ -311,22 +327,23 @@ def test_lite_model_answers_end_to_end_on_llamacpp():
 
 
 @pytest.mark.slow
-def test_lite_model_careful_method_a_greedy_program_ending_at_its_fence_and_the_words():
-    """The default method with the packaged lite model: a greedy program, code only (the reply is the
-    fence, the code and the closing fence: no token after it), and the question worked out in words."""
+def test_lite_model_careful_method_two_greedy_programs_ending_at_their_fences():
+    """The default method with the packaged lite model: two greedy programs, code only (the reply is the
+    fence, the code and the closing fence: no token after it); the words only if they disagree."""
     from pal_jupyter import KernelPool, solve
 
     model = load_model("lite")
     with KernelPool() as pool:
         session = solve("A shop packs 12 apples in a box. How many apples are in 7 boxes?", model=model,
                         executor=pool, samples=2)
-    first = session.round(1)[0]
-    assert first.view == "shots" and session.second_opinion is not None and session.second_opinion.program is None
-    assert first.completion.startswith("```python\n") and first.completion.endswith("\n```")
-    assert first.completion.count("```") == 2, first.completion
-    assert first.completion_tokens < 200
+    first, second = session.round(1)[:2]
+    assert (first.view, second.view) == ("shots", "zero")
+    for program in (first, second):
+        assert program.completion.startswith("```python\n") and program.completion.endswith("\n```")
+        assert program.completion.count("```") == 2 and program.completion_tokens < 200, program.completion
     assert session.succeeded and float(session.answer) == pytest.approx(84)
-    assert len(session.programs) == 1 or session.weak_votes, "samples are drawn only after a disagreement"
+    assert (session.second_opinion is not None) == session.views_disagreed, "the words decide a disagreement only"
+    assert len(session.round(1)) == 2, "no samples for a word problem"
 
 
 @pytest.mark.slow

@@ -28,7 +28,7 @@ _state = {}
 WORDS = "Driving at 60 mph for 2.5 hours covers 60 * 2.5 = 150 miles.\\nAnswer: 150"
 
 def reply(messages):
-    if messages[0]["content"].startswith("You are a careful math tutor"):  # the answer in words
+    if messages[-1] == {"role": "assistant", "content": "Step by step:\\n"}:  # the answer in words
         return WORDS
     if messages[-1]["content"].startswith("Now write a short Python program that follows your steps"):
         return fenced("hours = 2.5\\nprint(60 * hours)")
@@ -229,7 +229,7 @@ def test_a_weak_vote_is_worked_out_in_words_and_the_widget_shows_the_steps(kerne
     assert "Worked out in words, the answer is also 150." in text and "attempt 1, program 6 of 6: answer 150.0" in text
     assert ("I am not sure: the programs disagree (3 say 150, 1 says 149, 1 says 148 and 1 gave no answer). "
             "Worked out in words, the answer is also 150.") in text
-    assert "Worked out in words first" in page and "60 * 2.5 = 150 miles" in page
+    assert "Worked out in words</summary>" in page and "60 * 2.5 = 150 miles" in page
     assert "data-confidence='low'" in page and "programs 1, 2, 6" in page
     inserted = [p for p in reply["payload"] if p["source"] == "set_next_input"][0]["text"]
     assert "# 3 of 6 programs agree on 150\n# Worked out in words, the answer is also 150.\n" in inserted

@@ -220,6 +220,16 @@ def test_a_code_only_reply_continues_the_opened_fence(tiny_backend):
         assert generation.prompt_tokens == len(tiny_backend._encode(prompt))
 
 
+def test_a_reply_begun_by_the_prompt_is_continued_and_returned_without_its_opening(tiny_backend):
+    begun = [*MESSAGES, {"role": "assistant", "content": "Step by step:\n"}]
+    options = GenerationOptions(max_new_tokens=4, temperature=0.0, stop_after_code=False)
+    reply = tiny_backend.generate(begun, options)
+    prompt = tiny_backend.render_prompt(begun, continue_final=True)
+    assert prompt.endswith("<|im_start|>assistant\nStep by step:\n"), "the turn is continued, not closed"
+    assert reply.prompt_tokens == len(tiny_backend._encode(prompt))
+    assert not reply.text.startswith("Step by step:")
+
+
 def test_render_prompt_falls_back_without_a_chat_template(plain_dir):
     backend = load_model(str(plain_dir), device="cpu")
     assert not backend.tokenizer.chat_template

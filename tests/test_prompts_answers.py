@@ -34,6 +34,9 @@ def test_worked_examples_compute_the_gsm8k_answers(style):
     answers = [e.answer for e in WORKED_EXAMPLES][: len(chosen.examples)]
     assert len(answers) == len(chosen.examples) >= 2
     for (question, reply), expected in zip(chosen.examples, answers):
+        if reply.startswith(prompts.WORDS_OPENING):  # chat-2forms' answers in words: checked below
+            assert reasoning.read_words_answer(reply).value == pytest.approx(expected), question
+            continue
         code = extract_code(reply).code  # a PAL-style solution() gets its print(solution()) here
         out = io.StringIO()
         with contextlib.redirect_stdout(out):
@@ -44,7 +47,11 @@ def test_worked_examples_compute_the_gsm8k_answers(style):
 def test_the_words_examples_work_each_step_out_and_end_on_the_gsm8k_answer():
     # The words view imitates these: each step's arithmetic must be right, and the answer line read.
     examples = [e for e in WORKED_EXAMPLES if e.words]
-    assert len(prompts.words_messages("Q?")) == 2 + 2 * len(examples) and len(examples) >= 3
+    asked = prompts.words_messages("Q?")
+    replies = [m["content"] for m in asked[1:-2] if m["role"] == "assistant"]
+    # two worked answers in words and two programs, then the reply begun in words
+    assert sum(r.startswith(prompts.WORDS_OPENING) for r in replies) == 2 and len(replies) == 4
+    assert asked[-1] == {"role": "assistant", "content": prompts.WORDS_OPENING}
     for example in examples:
         for left, right in re.findall(r"([\d.]+ *[-+*/x] *[\d.]+(?: *[-+*/x] *[\d.]+)*) *= *\$?([\d.]+)", example.words):
             assert eval(left.replace("x", "*")) == pytest.approx(float(right)), (example.question, left)

@@ -299,7 +299,8 @@ def test_a_weak_vote_is_worked_out_in_words_then_by_a_program_that_follows_the_s
     session = solve("Revenue of the East?", model=model, executor=pool, method="vote", samples=5, observer=observer)
     assert model.batch_sizes == [5, 1, 1] and observer.started == [(1, 5)] and "".join(observer.words) == words
     words_prompt, program_prompt = model.calls[1], model.calls[2]
-    assert words_prompt[0]["content"] == prompts.WORDS_SYSTEM and words_prompt[-1]["content"] == "Revenue of the East?"
+    assert words_prompt[-2:] == [{"role": "user", "content": "Revenue of the East?"},
+                                 {"role": "assistant", "content": prompts.WORDS_OPENING}]
     assert program_prompt[-2] == {"role": "assistant", "content": words} and \
         program_prompt[-1]["content"] == prompts.FOLLOW_YOUR_STEPS
     words_options, program_options = model.options[1], model.options[2]

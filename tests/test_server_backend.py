@@ -49,6 +49,17 @@ def test_one_program_is_greedy_and_a_reply_read_to_its_end_has_the_usage():
     assert result.text == "no code in this reply" and result.prompt_tokens == 17
 
 
+def test_a_reply_begun_in_the_prompt_is_continued_with_vllms_flags():
+    begun = [{"role": "user", "content": "6 times 7?"}, {"role": "assistant", "content": "Step by step:\n"}]
+    with ModelServer(["6 * 7 = 42\nAnswer: 42", "x"]) as server:
+        backend(server).generate(begun, GenerationOptions(stop_after_code=False))
+        backend(server).generate(begun[:1])
+    continued, fresh = (r["body"] for r in server.requests)
+    assert continued["messages"] == begun
+    assert continued["continue_final_message"] is True and continued["add_generation_prompt"] is False
+    assert "continue_final_message" not in fresh and "add_generation_prompt" not in fresh
+
+
 def test_a_server_that_ignores_n_gets_one_request_per_missing_program():
     with ModelServer([PROGRAM]) as server:
         server.mode = "ignore_n"

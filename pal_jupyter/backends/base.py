@@ -91,6 +91,13 @@ def code_prefilled(messages: Sequence[ChatMessage], options: GenerationOptions) 
     return messages
 
 
+def continues_turn(messages: Sequence[ChatMessage]) -> bool:
+    """Whether the prompt ends with an assistant turn begun for the model to go on with (the code
+    fence of ``code_only``, or a prompt's own opening, such as the words view's): every backend
+    continues that turn rather than starting a new one, and returns only what the model added."""
+    return bool(messages) and messages[-1]["role"] == "assistant"
+
+
 def closed_code(text: str) -> str:
     """A ``code_only`` row's whole reply (``text`` begins with :data:`CODE_OPENING`), with the closing
     fence that stopped it: a stop string is not part of the text a backend returns."""

@@ -25,7 +25,7 @@ from ..streaming import stream_from_worker
 from . import presets
 from .adapters import check_base, conditioned, read_adapter
 from .base import (CODE_OPENING, BatchingBackend, ChatMessage, Generation, GenerationOptions, RowTokenCallback,
-                   closed_code, code_prefilled, row_is_done)
+                   closed_code, code_prefilled, continues_turn, row_is_done)
 
 log = logging.getLogger(__name__)
 
@@ -93,7 +93,7 @@ class TransformersBackend(BatchingBackend):
         options = options or GenerationOptions()
         temperature = options.temperature_for(n)
         messages = code_prefilled(conditioned(list(messages), self.prefix), options)
-        prompt_ids = self._encode(self.render_prompt(messages, continue_final=options.code_only))
+        prompt_ids = self._encode(self.render_prompt(messages, continue_final=continues_turn(messages)))
         # One generation at a time per model: two threads in model.generate would only
         # thrash the same cores (or GPU) and interleave their streams.
         with self._lock:

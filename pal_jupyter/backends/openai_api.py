@@ -36,7 +36,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..errors import ModelLoadError, ModelServerError
-from .base import BatchingBackend, ChatMessage, Generation, GenerationOptions, RowTokenCallback, row_is_done
+from .base import (BatchingBackend, ChatMessage, Generation, GenerationOptions, RowTokenCallback, continues_turn,
+                   row_is_done)
 
 log = logging.getLogger(__name__)
 
@@ -261,6 +262,8 @@ class ServerBackend(BatchingBackend):
             body["top_p"] = options.top_p
         if options.seed is not None:
             body["seed"] = options.seed
+        if continues_turn(messages):  # vLLM's names; llama.cpp's server continues such a turn by itself
+            body.update(continue_final_message=True, add_generation_prompt=False)
         return body
 
     def _stream(self, messages: Sequence[ChatMessage], n: int, options: GenerationOptions,

@@ -176,12 +176,13 @@ def solve(
                  or (prompts.DATA_STYLE if variables else prompts.DEFAULT_STYLE))
         messages = prompts.pal_messages(question, variables, style=style, notebook_text=notebook_text)
         repaired: list[str | None] = []  # the programs fed back so far
+        repair_key: str | None = None  # the careful method's repair: the prompt cache of the program it repairs
         round_ = _Round(backend, pool, samples, checker, variables, namespace, generation, observer, guard_data, limits,
                         named_values(question, variables), started=start)
         for index in range(1, settings.max_attempts + 1):
             if careful:
                 candidates = _careful_round(session, round_, index, messages, notebook_text, style=prompt_style or
-                                            backend.prompt_style)
+                                            backend.prompt_style, repair_key=repair_key)
             else:
                 candidates, messages = _vote_round(session, round_, index, messages, settings, style, notebook_text)
             session.seconds = time.perf_counter() - start
@@ -192,10 +193,14 @@ def solve(
             if session.vote.winner is not None or any(a.good for a in candidates):
                 break
             basis = repair_basis(candidates)
-            messages = prompts.repair_messages(
-                question, basis.code, basis.feedback, variables, repeated=basis.code in repaired and basis.code is not None,
-                look=_look_output(session), notebook_text=notebook_text,
-            )
+            repeated = basis.code in repaired and basis.code is not None
+            if careful:  # its own conversation goes on, in its own slot: only the reply and feedback are read
+                messages = prompts.follow_up_messages(basis.messages, basis.completion, basis.feedback,
+                                                      repeated=repeated)
+                repair_key = basis.cache_key
+            else:
+                messages = prompts.repair_messages(question, basis.code, basis.feedback, variables, repeated=repeated,
+                                                   look=_look_output(session), notebook_text=notebook_text)
             repaired.append(basis.code)
     observer.session_finished(session)
     if not any(a.code is not None for a in session.programs):
@@ -259,15 +264,15 @@ def _vote_round(session: Session, round_: _Round, index: int, messages: list[dic
 
 
 def _careful_round(session: Session, round_: _Round, index: int, messages: list[dict[str, str]],
-                   notebook_text: str | None, style: str | None) -> list[Program]:
+                   notebook_text: str | None, style: str | None, repair_key: str | None = None) -> list[Program]:
     """A round of the careful method (:mod:`.views`). The first: two independent greedy views (each
     program run as soon as it is written); when they do not agree, the answer of the first view whose
     program worked stands if the plan says so; else the plan's third view writes a greedy program (a
     question about data: the idioms most like it) and, when the plan samples, ``samples`` programs
     sampled from its prompt (else the first view's) join the vote. A repair round: one greedy
-    correction of ``messages``."""
+    correction, ``messages`` the failed program's conversation continued, in its prompt cache (``repair_key``)."""
     if index > 1:
-        candidates = round_.run(index, messages, session.question, count=1)
+        candidates = round_.run(index, messages, session.question, count=1, cache_key=repair_key)
         session.programs.extend(candidates)
         session.vote = take_vote(candidates)
         return candidates
@@ -283,7 +288,9 @@ def _careful_round(session: Session, round_: _Round, index: int, messages: list[
         candidates.append(program)
         session.programs.append(program)
     words_view = len(program_views) < len(plan.views)
-    preferred = candidates[0].sample if plan.worked_stands else None
+    # Without samples a tie goes to the first view, each plan's best alone; a vote of samples (a chart's)
+    # to the shortest program, as measured (docs/benchmarks.md).
+    preferred = candidates[0].sample if not plan.sampled else None
     _join_round(session, round_, candidates, [], words, words_view=words_view, preferred=preferred)
     vote = session.vote
     agreed = vote is not None and vote.winner is not None and vote.votes == len(plan.views)
@@ -295,21 +302,31 @@ def _careful_round(session: Session, round_: _Round, index: int, messages: list[
     if agreed or round_.samples < 1 or (plan.worked_stands and any(c.good for c in candidates)):
         return candidates
     samples = round_.samples if plan.sampled else 0
-    more = samples + (plan.then is not None)
-    if more == 0:
+    decide = plan.then is not None and not plan.then.writes_program  # the words decide between the programs
+    if decide and not any(c.good for c in candidates):
+        return candidates  # nothing for the words to decide between: a repair follows
+    more = samples + (plan.then is not None and not decide)
+    if more == 0 and not decide:
         return candidates
     if vote is not None and vote.winner is not None:
+        how = "decide" if decide else "words" if words_view else "more"
         session.weak_votes.append(WeakVote(1, vote.votes, vote.voters, vote.winner.answer,
-                                           time.perf_counter() - round_.started, more,
-                                           how="words" if words_view else "more"))
-        round_.observer.more_programs(session, vote, more)
-    sampled_from, source = candidates[0], plan.then or program_views[0]
-    if plan.then is not None:
+                                           time.perf_counter() - round_.started, more, how=how))
+        if decide:
+            round_.observer.reasoning_started(session, vote)
+        else:
+            round_.observer.more_programs(session, vote, more)
+    sampled_from, source = candidates[0], program_views[0]
+    if decide:
+        words = _words_view(session, round_, notebook_text)
+        _join_round(session, round_, candidates, [], words, words_view=True, preferred=preferred)
+    elif plan.then is not None:
         sampled_from = _write_view(session, round_, plan.then, len(candidates) + 1, len(candidates) + 1, notebook_text)
+        source = plan.then
         _join_round(session, round_, candidates, [sampled_from], words, words_view=words_view, preferred=preferred)
     if samples:
         extra = round_.run(1, sampled_from.messages, session.question, drawn=len(candidates), count=samples,
-                           sampled=source.cache_key_for(round_.variables))
+                           cache_key=source.cache_key_for(round_.variables), sampled=True)
         _join_round(session, round_, candidates, extra, words, words_view=words_view, preferred=preferred)
     return candidates
 
@@ -460,23 +477,27 @@ class _Round:
         self.started = started  # when the question began (perf_counter): what WeakVote.seconds count from
 
     def run(self, index: int, messages: list[dict[str, str]], question: str, drawn: int = 0,
-            count: int | None = None, kind: str | None = None, sampled: str | None = None) -> list[Program]:
+            count: int | None = None, kind: str | None = None, cache_key: str | None = None,
+            sampled: bool = False) -> list[Program]:
         """``count`` (default ``samples``) programs for round ``index``, numbered after the ``drawn``
-        ones the round already has. A "reasoned" program (after a words answer) is written greedily;
-        ``sampled`` ones (the careful method's after a disagreement, from the prompt of a view whose
-        cache key ``sampled`` is) code-only, at its temperature."""
+        ones the round already has, their prompt kept in the prompt cache ``cache_key``. A "reasoned"
+        program (after a words answer) is written greedily; ``sampled`` ones (the careful method's after
+        a disagreement, from a view's prompt) code-only, at its temperature."""
         kind = kind or ("initial" if index == 1 else "repair")
         count = self.samples if count is None else count
         programs = [
-            Program(index=index, kind=kind, messages=messages, sample=drawn + i + 1, samples=drawn + count)
+            Program(index=index, kind=kind, messages=messages, sample=drawn + i + 1, samples=drawn + count,
+                    cache_key=cache_key)
             for i in range(count)
         ]
         for program in programs:
             self.observer.program_started(program)
         options = self._options(drawn, greedy=kind == "reasoned")
+        if cache_key is not None:
+            options = dataclasses.replace(options, cache_key=cache_key)
         if sampled:
             temperature = views.ESCALATION_TEMPERATURE if options.temperature is None else options.temperature
-            options = dataclasses.replace(options, code_only=True, temperature=temperature, cache_key=sampled)
+            options = dataclasses.replace(options, code_only=True, temperature=temperature)
         replies = generate_candidates(self.backend, messages, count, options,
                                       on_token=lambda row, text: self.observer.token(programs[row], text))
         for program, reply in zip(programs, replies):
@@ -487,6 +508,7 @@ class _Round:
     def write(self, program: Program, question: str, cache_key: str) -> None:
         """Write ``program`` greedily, code only (a careful view: its ``messages`` are set; its prompt
         kept in llama.cpp's slot for ``cache_key``), and run it as soon as it is written."""
+        program.cache_key = cache_key
         options = dataclasses.replace(self._options(greedy=True), code_only=True, cache_key=cache_key)
         reply = generate_candidates(self.backend, program.messages, 1, options,
                                     on_token=lambda _row, text: self.observer.token(program, text))[0]

@@ -180,12 +180,13 @@ OPTIONS: dict[str, Option] = {o.name: o for o in (
            "torch (transformers) or llamacpp (the GGUF file as it is)", choices=BACKENDS),
     Option("dtype", str, "auto", "auto: bf16 on a GPU or a CPU with AMX/AVX512-BF16, else fp32 (torch backend; "
            "llama.cpp uses the GGUF file's own quantisation)", choices=("auto", "float32", "bfloat16", "float16")),
-    Option("method", str, METHODS[0], "how programs are asked for: careful (two independent greedy views: two programs, "
-           "or for a word problem a program and the answer in words; when they disagree, SAMPLES more are sampled and vote, but for --use data "
-           "the answer of the first program that worked stands, else one more from pandas idioms votes) or vote (SAMPLES sampled programs per "
-           "attempt; the answer most of them print wins)", choices=METHODS),
-    Option("samples", int, DEFAULT_SAMPLES, "programs sampled when the two careful views disagree (method "
-           "careful, word problems and charts; 0: none, nor the --use idioms' program), or per attempt (method vote)", flags=("-k",), low=0, high=MAX_SAMPLES),
+    Option("method", str, METHODS[0], "how programs are asked for: careful (two independent greedy programs; when they "
+           "disagree, a word problem is worked out in words to decide, for --use data the answer of the first program that "
+           "worked stands, else one more from pandas idioms votes, and for a chart SAMPLES more are sampled and vote) or "
+           "vote (SAMPLES sampled programs per attempt; the answer most of them print wins)", choices=METHODS),
+    Option("samples", int, DEFAULT_SAMPLES, "programs sampled when the two careful views of a chart disagree (method "
+           "careful; 0: nothing more is asked after a disagreement, nor the words, nor the --use idioms' program), or per "
+           "attempt (method vote)", flags=("-k",), low=0, high=MAX_SAMPLES),
     Option("max_programs", int, DEFAULT_MAX_PROGRAMS, "method vote: most programs per attempt: while fewer than 3 "
            "in 5 agree, SAMPLES more are written (1: never more than SAMPLES)", low=1, high=MAX_PROGRAMS),
     Option("second_opinion", str, SECOND_OPINIONS[0], "method vote: when the programs disagree, first: words (the model works "

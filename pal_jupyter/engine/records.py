@@ -166,6 +166,7 @@ class Program:
     sample: int = 1  # which of the round's candidates, 1-based
     samples: int = 1  # candidates drawn in this round
     view: str | None = None  # the careful view that wrote it greedily (engine.views); None: sampled
+    cache_key: str | None = None  # the prompt cache its prompt was kept in (GenerationOptions.cache_key)
     completion: str = ""  # the model's raw reply
     code: str | None = None  # the program extracted from it (None: the reply held no code)
     explanation: str = ""  # the model's plain-language account of the previous error
@@ -251,7 +252,8 @@ class WeakVote:
     more: int  # programs then added
     how: str = "more"  # "more": more programs from the same prompt; "reason": a words answer, then its program;
     # "look": more programs from a prompt that adds what a look at the data printed (DataLook); "words": the
-    # careful method's program and words disagreed, and more programs came from the program's prompt
+    # careful method's program and words disagreed, and more programs came from the program's prompt;
+    # "decide": the careful method's two programs disagreed, and the words decided between them (``more`` 0)
 
 
 @dataclass

@@ -9,19 +9,22 @@ other's worked examples (a :class:`Plan`):
   only itself (the rest is in llama.cpp's cache);
 * a question that asks for a chart of the data: one program from the pandas idioms most like the
   question (which show each kind of chart), after the data; one from the plain description;
-* a word problem: one program from the worked examples, and the question worked out in words,
-  step by step, whose final number votes beside the program (no program is written from it).
+* a word problem: one program after worked examples, one from no examples (the code alone asked
+  for); when they disagree, the question worked out in words decides between them (its final number
+  adds weight to the program it agrees with; it never wins alone). The worked examples show two
+  programs and two answers in words, and the reply's opening asks for one or the other, so the
+  words are asked in the first program's prompt and slot and read only their opening.
 
 Programs are written code-only (the reply begins with the code fence and ends at the closing one:
 no token spent on words around it) and each runs as soon as it is written. When the two views give
 the same answer, the question is done and the answer is shown as sure. When they disagree, a
-question about data keeps the answer of the first view whose program worked (shown as not sure):
+word problem asks the words (above); a question about data keeps the answer of the first view whose
+program worked (shown as not sure):
 the first view was the right one every time the plain view disagreed on the DataFrame suite (7 of 7,
 and 4 of 4 in the collection before the fourth example). Only when both failed is a third greedy
 program written, from the idioms most like the question, which joins the vote (no samples: they
-changed no answer there). A chart or a word problem whose views disagree gets ``samples`` programs sampled at a low
-temperature from the first view's prompt, and they all join the vote, where every program counts
-one and the words answer one more for the programs it agrees with.
+changed no answer there). A chart whose views disagree gets ``samples`` programs sampled at a low
+temperature from the first view's prompt, and they all join the vote.
 
 Why the fixed examples first for data, not the idioms: the idioms change with the question, so
 their prompt is read afresh for every question (727 tokens on average on the DataFrame suite, 40 s
@@ -40,12 +43,12 @@ written after them agree (:attr:`~.records.Session.confidence`).
 
 Why not five sampled programs from the start, as before: on 2 CPU cores five programs cost about
 2.5 times one, and on questions about data the sampled programs of the 1.5B default model are worse
-than its greedy one, so a vote over them often chose an answer several bad samples shared. Why the
-words as the second view of a word problem: on GSM8K two greedy programs that agreed were wrong a
-third of the time (the same slip written twice), a program and the words that agreed much less often,
-and the words cost less than the words plus a program written from them. How the views, the
-temperature and the weight were chosen: ``benchmarks/bench_views.py`` (docs/benchmarks.md, "Careful
-first").
+than its greedy one, so a vote over them often chose an answer several bad samples shared. Why two
+programs and then the words for a word problem: asked in the programs' prompt, the words are a
+cheap third view, but they share that prompt's slips: a program and its prompt's words that agreed
+were wrong 6 times in 51 on GSM8K test rows 300-399, the two programs from independent prompts 5
+times in 57 (docs/benchmarks.md, "One prompt, two forms"). How the views, the temperature and the
+weight were chosen: ``benchmarks/bench_views.py`` (docs/benchmarks.md, "Careful first").
 """
 
 from __future__ import annotations
@@ -101,10 +104,11 @@ class Plan:
     ``then`` (when there is one) writes a third greedy program and the samples come from its prompt,
     else from the first view's.
 
-    ``worked_stands``: when the two views disagree and a program of theirs worked (it ran, and its answer
-    is on target), the answer of the first that worked is shown, as not sure, and nothing more is
-    written; only when both failed is ``then`` asked. ``sampled``: whether samples follow a
-    disagreement (the ``samples`` setting says how many)."""
+    ``then`` may be the words view: its answer then decides between the two programs (it never wins
+    alone). ``worked_stands``: when the two views disagree and a program of theirs worked (it ran, and
+    its answer is on target), the answer of the first that worked is shown, as not sure, and nothing
+    more is written; only when both failed is ``then`` asked. ``sampled``: whether samples follow a
+    disagreement (the ``samples`` setting says how many); without samples a tie goes to the first view."""
 
     first: View
     second: View
@@ -117,8 +121,10 @@ class Plan:
         return self.first, self.second
 
 
-SHOTS = View("shots", "worked examples, one greedy program", style=prompts.DEFAULT_STYLE)
-WORDS = View("words", "the question worked out in words, step by step; the number it ends on votes")
+SHOTS = View("shots", "worked examples, one greedy program", style=prompts.WORD_PROBLEM_STYLE)
+ZERO = View("zero", "no worked examples, the code alone asked for, one greedy program", style=prompts.ZERO_STYLE)
+# In the programs' slot: its prompt is theirs up to the reply's opening (prompts.words_messages).
+WORDS = View("words", "the question worked out in words, step by step; the number it ends on votes", cache="shots")
 DATA_FIXED = View("fixed", "four fixed pandas examples, the data before the question, one greedy program",
                   style=prompts.DATA_FIXED_STYLE, cache="data", slot_per_data=True)
 DATA_ZERO = View("zero", "the data described, no worked examples, the code alone asked for, one greedy program",
@@ -128,7 +134,7 @@ CHART_IDIOMS = View("idioms", "the fixed pandas examples, the data, then the idi
                     "program", style=prompts.CHART_STYLE, cache="data", slot_per_data=True)
 
 #: A word problem; a question about the user's data (``--use``); one that asks for a chart of it.
-WORD_PLAN = Plan(SHOTS, WORDS)
+WORD_PLAN = Plan(SHOTS, ZERO, then=WORDS, sampled=False)
 DATA_PLAN = Plan(DATA_FIXED, DATA_ZERO, then=DATA_IDIOMS, worked_stands=True, sampled=False)
 CHART_PLAN = Plan(CHART_IDIOMS, DATA_ZERO)
 #: The temperature of the programs sampled when the two views disagree (unless one was asked for).

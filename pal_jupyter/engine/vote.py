@@ -290,9 +290,9 @@ def more_programs_reason(vote: Vote, count: int) -> str:
 
 
 def reasoning_reason(vote: Vote) -> str:
-    """Why the question is worked out in words: 'only 2 of 5 programs agree (on 60): working it out in words first'."""
+    """Why the question is worked out in words: 'only 2 of 5 programs agree (on 60): working it out in words'."""
     on = f" (on {vote.winner.answer.text})" if vote.winner is not None else ""
-    return f"only {vote.votes} of {vote.candidates} programs agree{on}: working it out in words first"
+    return f"only {vote.votes} of {vote.candidates} programs agree{on}: working it out in words"
 
 
 def effort_note(weak: WeakVote) -> str:
@@ -300,6 +300,9 @@ def effort_note(weak: WeakVote) -> str:
     if weak.how == "reason":
         return (f"Only {weak.votes} of {weak.candidates} programs agreed (on {weak.answer.text}): the question was "
                 "worked out in words, and one more program followed those steps.")
+    if weak.how == "decide":
+        return (f"The two programs disagreed ({weak.answer.text} won only {weak.votes} of {weak.candidates}): the "
+                "question was worked out in words to decide between them.")
     if weak.how == "words":
         return (f"The program (on {weak.answer.text}) and the answer worked out in words disagreed: {weak.more} more "
                 f"{'was' if weak.more == 1 else 'were'} written.")

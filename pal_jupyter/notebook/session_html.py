@@ -201,10 +201,11 @@ def notice_bundle(text: str) -> dict[str, str]:
 
 
 def reasoning_html(text: str) -> str:
-    """The answer worked out in words, folded: it explains the program that follows it."""
+    """The answer worked out in words, folded (after the vote method's weak vote it explains the program
+    that follows it; in the careful method it decided between two programs)."""
     if not text.strip():
         return ""
-    return (f"<details class='pal-reasoning' open><summary>Worked out in words first</summary>"
+    return (f"<details class='pal-reasoning' open><summary>Worked out in words</summary>"
             f"<pre class='pal-stream'>{html.escape(text.strip())}</pre></details>")
 
 

@@ -1,13 +1,16 @@
-"""The repair prompt: the question, the failed program and the interpreter's feedback, then a request.
+"""The repair prompts: the failed program and the interpreter's feedback, then a request.
 
 After a failed attempt the model is shown what went wrong (:mod:`.feedback`) and asked for a short
 plain-language explanation followed by a corrected program (LeTI: learning from the interpreter's
-error text).
+error text). The careful method goes on with the failed program's own conversation
+(:func:`follow_up_messages`): its prompt, worked examples and data included, is still in the view's
+llama.cpp slot, so only the reply and the feedback are read. The vote method asks afresh
+(:func:`repair_messages`): the question, the program and the feedback in one turn.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from ..backends import ChatMessage
@@ -40,17 +43,33 @@ def repair_messages(
     ``repeated``: the last "correction" was the same program as before. Saying so changes the
     prompt, which matters with greedy decoding: the same prompt would get the same reply again.
     """
-    if len(feedback) > MAX_FEEDBACK_CHARS:
-        feedback = "...\n" + feedback[-MAX_FEEDBACK_CHARS:]
     parts = [notebook_block(notebook_text)] if notebook_text and notebook_text.strip() else []
     parts.append(f"Question: {question_text(question, variables, look)}")
     if program is None:
         parts.append("Your previous reply contained no Python code.")
     else:
         parts.append(f"This program was written to answer it:\n```python\n{program}\n```")
-    parts.append(f"Running it gave this result:\n```text\n{feedback.rstrip()}\n```")
+    parts += _what_happened(feedback, repeated)
+    return [{"role": "system", "content": SYSTEM}, {"role": "user", "content": "\n\n".join(parts)}]
+
+
+def follow_up_messages(messages: Sequence[ChatMessage], reply: str, feedback: str, *,
+                       repeated: bool = False) -> list[ChatMessage]:
+    """The failed program's conversation continued: its prompt ``messages``, its ``reply`` as the model
+    wrote it, then what running it gave (``feedback``) and the request for an explanation and a
+    corrected program. ``repeated``: as in :func:`repair_messages`."""
+    if not reply.strip():
+        reply = "(no reply)"  # a chat template may drop an empty turn; the feedback says what was missing
+    follow_up = "\n\n".join(_what_happened(feedback, repeated))
+    return [*messages, {"role": "assistant", "content": reply}, {"role": "user", "content": follow_up}]
+
+
+def _what_happened(feedback: str, repeated: bool) -> list[str]:
+    """The feedback (its end, when long: the end of a traceback says the most) and the request."""
+    if len(feedback) > MAX_FEEDBACK_CHARS:
+        feedback = "...\n" + feedback[-MAX_FEEDBACK_CHARS:]
+    parts = [f"Running it gave this result:\n```text\n{feedback.rstrip()}\n```"]
     if repeated:
         parts.append("This program is unchanged from the previous attempt, which failed the same way. "
                      "Change the line the error points at.")
-    parts.append(REPAIR_REQUEST)
-    return [{"role": "system", "content": SYSTEM}, {"role": "user", "content": "\n\n".join(parts)}]
+    return [*parts, REPAIR_REQUEST]

@@ -25,10 +25,27 @@ SYSTEM = (
     "that computes the answer and prints it, so the computer does the arithmetic. Use clear "
     "variable names and brief comments. Reply with exactly one ```python code block."
 )
+#: The same, asking for the code alone: with no examples to copy, the default model fills its programs
+#: with comments, every one of them a tenth of a second on two AVX2 cores.
+TERSE_SYSTEM = (
+    "You are a patient Python tutor. You answer questions by writing a short Python program "
+    "that computes the answer and prints it, so the computer does the arithmetic. Reply with "
+    "exactly one ```python code block. Write the code alone, with no comments."
+)
 PAL_SYSTEM = (
     "You are a patient Python tutor. You answer questions by writing a Python function "
     "solution() that computes the answer step by step, one named variable per quantity, and "
     "returns it, so the computer does the arithmetic. Reply with exactly one ```python code block."
+)
+
+#: What the reply to a word problem worked out in words begins with. In the two-forms prompt
+#: (:data:`WORD_PROBLEM_STYLE`) it is what asks for the words, where the code fence asks for a program.
+WORDS_OPENING = "Step by step:\n"
+TWO_FORMS_SYSTEM = (
+    "You are a patient math tutor. You answer a question in the form your reply begins with: a short "
+    "Python program that computes the answer and prints it (exactly one ```python code block, clear "
+    "variable names and brief comments), or the solution step by step in a few short sentences, ending "
+    "with a last line of the form 'Answer: <number>'."
 )
 
 
@@ -147,6 +164,9 @@ class SimilarPromptStyle(PromptStyle):
 
 
 _DATA_TURNS = tuple((e.question, e.reply()) for e in DATA_EXAMPLES)  # the data prompts' fixed examples
+# GSM8K train rows 0 and 1 as programs, rows 2 and 3 in words (the data set's own solutions).
+_TWO_FORMS_TURNS = tuple((e.question, e.as_script() if i % 2 == 0 else WORDS_OPENING + e.as_words())
+                         for i, e in enumerate(WORKED_EXAMPLES[:4]))
 
 PROMPT_STYLES: dict[str, PromptStyle] = {
     style.name: style
@@ -161,6 +181,9 @@ PROMPT_STYLES: dict[str, PromptStyle] = {
                            "GSM8K train programs", SYSTEM, (), shots=2),
         # What pal-jupyter train fine-tunes on (training.TRAINED_STYLE), and so what its adapters are asked with.
         PromptStyle("chat-0shot", "flat script that prints, no worked examples", SYSTEM, ()),
+        PromptStyle("chat-0terse", "chat-0shot, asking for the code without comments", TERSE_SYSTEM, ()),
+        PromptStyle("chat-2forms", "flat script that prints, or the steps in words, as the reply begins; 2 worked "
+                    "examples of each", TWO_FORMS_SYSTEM, _TWO_FORMS_TURNS),
         DataPromptStyle("data-3shot", "pandas on a described DataFrame, 3 worked examples", DATA_SYSTEM,
                         _DATA_TURNS),
         DataPromptStyle("data-similar", "data-3shot, then the 2 pandas idioms most like the question",
@@ -177,6 +200,13 @@ PROMPT_STYLES: dict[str, PromptStyle] = {
 }
 #: Chosen by measurement on GSM8K train questions that are not worked examples (benchmarks/README.md).
 DEFAULT_STYLE = "chat-2shot"
+#: The careful method's word problems: its program and its words are asked in this one prompt, each
+#: with its own opening (the code fence, :data:`WORDS_OPENING`), so the second reads only its opening
+#: where it read the whole question again (docs/benchmarks.md, "One prompt, two forms"). Not for the vote
+#: method: a reply not begun with the fence may come in words.
+WORD_PROBLEM_STYLE = "chat-2forms"
+#: The careful method's second view of a word problem: no worked examples, the code alone asked for.
+ZERO_STYLE = "chat-0terse"
 #: For questions about the user's variables (``--use``): measured on the DataFrame suite
 #: (docs/benchmarks.md, "Prompts for questions about your data").
 DATA_STYLE = "data-similar"
