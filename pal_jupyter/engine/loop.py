@@ -277,21 +277,15 @@ def _careful_round(session: Session, round_: _Round, index: int, messages: list[
         session.vote = take_vote(candidates)
         return candidates
     plan = views.plan_for(session.question, round_.variables, style)
-    program_views = [view for view in plan.views if view.writes_program]
     candidates: list[Program] = []
-    words: ProgramAnswer | None = None
     for view in plan.views:  # one after the other: the first answer shows early
-        if not view.writes_program:
-            words = _words_view(session, round_, notebook_text)
-            continue
-        program = _write_view(session, round_, view, len(candidates) + 1, len(program_views), notebook_text)
+        program = _write_view(session, round_, view, len(candidates) + 1, len(plan.views), notebook_text)
         candidates.append(program)
         session.programs.append(program)
-    words_view = len(program_views) < len(plan.views)
     # Without samples a tie goes to the first view, each plan's best alone; a vote of samples (a chart's)
     # to the shortest program, as measured (docs/benchmarks.md).
     preferred = candidates[0].sample if not plan.sampled else None
-    _join_round(session, round_, candidates, [], words, words_view=words_view, preferred=preferred)
+    _join_round(session, round_, candidates, [], None, preferred=preferred)
     vote = session.vote
     agreed = vote is not None and vote.winner is not None and vote.votes == len(plan.views)
     session.views_disagreed = not agreed
@@ -309,25 +303,26 @@ def _careful_round(session: Session, round_: _Round, index: int, messages: list[
     if more == 0 and not decide:
         return candidates
     if vote is not None and vote.winner is not None:
-        how = "decide" if decide else "words" if words_view else "more"
         session.weak_votes.append(WeakVote(1, vote.votes, vote.voters, vote.winner.answer,
-                                           time.perf_counter() - round_.started, more, how=how))
+                                           time.perf_counter() - round_.started, more,
+                                           how="decide" if decide else "more"))
         if decide:
             round_.observer.reasoning_started(session, vote)
         else:
             round_.observer.more_programs(session, vote, more)
-    sampled_from, source = candidates[0], program_views[0]
     if decide:
         words = _words_view(session, round_, notebook_text)
         _join_round(session, round_, candidates, [], words, words_view=True, preferred=preferred)
-    elif plan.then is not None:
+        return candidates
+    sampled_from, source = candidates[0], plan.first
+    if plan.then is not None:
         sampled_from = _write_view(session, round_, plan.then, len(candidates) + 1, len(candidates) + 1, notebook_text)
         source = plan.then
-        _join_round(session, round_, candidates, [sampled_from], words, words_view=words_view, preferred=preferred)
+        _join_round(session, round_, candidates, [sampled_from], None, preferred=preferred)
     if samples:
         extra = round_.run(1, sampled_from.messages, session.question, drawn=len(candidates), count=samples,
                            cache_key=source.cache_key_for(round_.variables), sampled=True)
-        _join_round(session, round_, candidates, extra, words, words_view=words_view, preferred=preferred)
+        _join_round(session, round_, candidates, extra, None, preferred=preferred)
     return candidates
 
 
@@ -336,9 +331,9 @@ def _write_view(session: Session, round_: _Round, view: views.View, sample: int,
     """The program of one greedy view, written and run (program ``sample`` of ``samples`` so far)."""
     program = Program(index=1, kind="initial", messages=views.view_messages(view, session.question, round_.variables,
                                                                             notebook_text),
-                      sample=sample, samples=samples, view=view.name)
+                      sample=sample, samples=samples, view=view.name, cache_key=view.cache_key_for(round_.variables))
     round_.observer.program_started(program)
-    round_.write(program, session.question, view.cache_key_for(round_.variables))
+    round_.write(program, session.question)
     return program
 
 
@@ -426,7 +421,7 @@ def _join_round(session: Session, round_: _Round, candidates: list[Program], ext
                 second_opinion: ProgramAnswer | None, words_view: bool = False, preferred: int | None = None) -> None:
     """Programs written after a weak vote join its round (``candidates``, extended in place, each
     renumbered "of N") and the round is tallied again, with the words answer when there is one
-    (``words_view``: the words were one of the careful method's views; ``preferred``: the program
+    (``words_view``: the words decide between the careful method's programs; ``preferred``: the program
     whose answer wins a tie, :func:`~.vote.take_vote`)."""
     session.programs.extend(extra)
     candidates.extend(extra)
@@ -505,11 +500,10 @@ class _Round:
         self._complete(programs, question)
         return programs
 
-    def write(self, program: Program, question: str, cache_key: str) -> None:
-        """Write ``program`` greedily, code only (a careful view: its ``messages`` are set; its prompt
-        kept in llama.cpp's slot for ``cache_key``), and run it as soon as it is written."""
-        program.cache_key = cache_key
-        options = dataclasses.replace(self._options(greedy=True), code_only=True, cache_key=cache_key)
+    def write(self, program: Program, question: str) -> None:
+        """Write ``program`` greedily, code only (a careful view: its ``messages`` and ``cache_key``, the
+        llama.cpp slot its prompt is kept in, are set), and run it as soon as it is written."""
+        options = dataclasses.replace(self._options(greedy=True), code_only=True, cache_key=program.cache_key)
         reply = generate_candidates(self.backend, program.messages, 1, options,
                                     on_token=lambda _row, text: self.observer.token(program, text))[0]
         self._read_reply(program, reply)

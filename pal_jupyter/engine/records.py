@@ -90,8 +90,8 @@ class Vote:
     candidates: int  # programs drawn, whether they ran or not
     groups: list[VoteGroup] = field(default_factory=list)  # the winner first
     second_opinion: ProgramAnswer | None = None  # the words answer that joined this vote, if any
-    # The words answer is one of the careful method's two views (a word problem), so it votes like
-    # a program; after the vote method's weak votes it only adds weight (engine.vote.take_vote).
+    # The words answer decided between the careful method's two programs (a word problem), so it counts
+    # as a voter; after the vote method's weak votes it only adds weight (engine.vote.take_vote).
     words_view: bool = False
 
     @property
@@ -128,8 +128,8 @@ class Vote:
         there was nothing to agree on)."""
         if self.winner is None:
             return f"none of the {self.candidates} programs printed an answer"
-        if self.words_view and (self.winner.words or self.candidates == 1):
-            return f"{self.programs_agreeing} {'agree' if self.winner.words else 'and the answer worked out in words disagree'}"
+        if self.words_view and self.winner.words:
+            return f"{self.programs_agreeing} agree"
         if self.words_view:
             return f"{self.votes} of {self.candidates} programs {self.agreeing}; the answer worked out in words differs"
         if self.candidates == 1:
@@ -251,9 +251,8 @@ class WeakVote:
     seconds: float
     more: int  # programs then added
     how: str = "more"  # "more": more programs from the same prompt; "reason": a words answer, then its program;
-    # "look": more programs from a prompt that adds what a look at the data printed (DataLook); "words": the
-    # careful method's program and words disagreed, and more programs came from the program's prompt;
-    # "decide": the careful method's two programs disagreed, and the words decided between them (``more`` 0)
+    # "look": more programs from a prompt that adds what a look at the data printed (DataLook); "decide": the
+    # careful method's two programs disagreed, and the words decided between them (``more`` 0)
 
 
 @dataclass

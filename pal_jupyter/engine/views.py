@@ -105,7 +105,7 @@ class Plan:
     else from the first view's.
 
     ``then`` may be the words view: its answer then decides between the two programs (it never wins
-    alone). ``worked_stands``: when the two views disagree and a program of theirs worked (it ran, and
+    alone) and nothing more is written. ``worked_stands``: when the two views disagree and a program of theirs worked (it ran, and
     its answer is on target), the answer of the first that worked is shown, as not sure, and nothing
     more is written; only when both failed is ``then`` asked. ``sampled``: whether samples follow a
     disagreement (the ``samples`` setting says how many); without samples a tie goes to the first view."""

@@ -246,8 +246,8 @@ def take_vote(programs: Sequence[Program], second_opinion: ProgramAnswer | None 
     Only programs that worked vote: a failure, an off-target table, an answer the checker
     rejected, or a program that showed nothing has no say. A ``second_opinion`` (the words answer of
     :mod:`.reasoning`) adds :data:`WORDS_WEIGHT` to the programs that agree with it; it never wins
-    alone, since it is not a program that could be inserted. With ``words_view`` the words were one
-    of the careful method's views, and count as a voter in the agreement (:class:`Vote`). A tie goes
+    alone, since it is not a program that could be inserted. With ``words_view`` the words decided
+    between the careful method's programs, and count as a voter in the agreement (:class:`Vote`). A tie goes
     to the answer of program ``preferred`` (its ``sample`` number) when given, else to the shortest
     program.
     """
@@ -303,9 +303,6 @@ def effort_note(weak: WeakVote) -> str:
     if weak.how == "decide":
         return (f"The two programs disagreed ({weak.answer.text} won only {weak.votes} of {weak.candidates}): the "
                 "question was worked out in words to decide between them.")
-    if weak.how == "words":
-        return (f"The program (on {weak.answer.text}) and the answer worked out in words disagreed: {weak.more} more "
-                f"{'was' if weak.more == 1 else 'were'} written.")
     if weak.how == "look":
         return (f"Only {weak.votes} of {weak.candidates} programs agreed (on {weak.answer.text}): the data was "
                 f"looked at first, and {weak.more} more {'was' if weak.more == 1 else 'were'} written knowing what "
@@ -345,15 +342,12 @@ def doubt_message(session: Session) -> str:
 
 
 def _doubt_with_words(vote: Vote, confidence: str, agreeing: str, words: str) -> str:
-    """The doubt of a careful vote whose second view was the answer worked out in words."""
+    """The doubt of a careful vote that the answer worked out in words decided."""
     who = vote.programs_agreeing
     who = who[0].upper() + who[1:]
     if confidence == "high":
         return f"{who}, written independently, {agreeing}.{words}"
     if confidence == "medium":
         return f"{who} {agreeing}, but not all: check the steps before you rely on it.{words}"
-    if vote.candidates == 1:
-        return (f"I am not sure: the program and the answer worked out in words disagree.{words} Work through "
-                "the question yourself, or ask your teacher which answer is right.")
     return (f"I am not sure: the programs disagree ({competing_answers(vote)}).{words} Work through the "
             "question yourself, or ask your teacher which answer is right.")

@@ -20,18 +20,14 @@ from .data import describe_variables, question_text
 from .data_examples import DATA_EXAMPLES, DATA_IDIOMS, DataExample, example_frames
 from .worked_examples import WORKED_EXAMPLES
 
-SYSTEM = (
+_PROGRAM_TUTOR = (
     "You are a patient Python tutor. You answer questions by writing a short Python program "
-    "that computes the answer and prints it, so the computer does the arithmetic. Use clear "
-    "variable names and brief comments. Reply with exactly one ```python code block."
+    "that computes the answer and prints it, so the computer does the arithmetic."
 )
+SYSTEM = _PROGRAM_TUTOR + " Use clear variable names and brief comments. Reply with exactly one ```python code block."
 #: The same, asking for the code alone: with no examples to copy, the default model fills its programs
 #: with comments, every one of them a tenth of a second on two AVX2 cores.
-TERSE_SYSTEM = (
-    "You are a patient Python tutor. You answer questions by writing a short Python program "
-    "that computes the answer and prints it, so the computer does the arithmetic. Reply with "
-    "exactly one ```python code block. Write the code alone, with no comments."
-)
+TERSE_SYSTEM = _PROGRAM_TUTOR + " Reply with exactly one ```python code block. Write the code alone, with no comments."
 PAL_SYSTEM = (
     "You are a patient Python tutor. You answer questions by writing a Python function "
     "solution() that computes the answer step by step, one named variable per quantity, and "
