@@ -67,7 +67,7 @@ from pal_jupyter.engine.grading import expected_of, is_correct, question_of
 from pal_jupyter.engine.extraction import extract_code
 from pal_jupyter.engine.filters import named_values
 from pal_jupyter.engine.records import Program
-from pal_jupyter.engine.vote import mark_off_target, read_answer
+from pal_jupyter.engine.vote import doubt_about, mark_off_target, read_answer
 from pal_jupyter.errors import NoCodeError
 from pal_jupyter.evaluation.dataframes import SUITES, suite_rows
 from pal_jupyter.evaluation.runner import read_rows
@@ -515,6 +515,8 @@ def _rules(collected: set[str]) -> dict[str, Rule]:
         rules["shots+terse, else words decide (the default)"] = _tiebreak("shots", "terse", "words", None)
         rules["shots+words, else terse decides"] = _tiebreak("shots", "words", "terse", None)
         rules["shots+words+terse, all asked, sure when all three agree"] = _three("shots", "words", "terse", None)
+    if {"shots", "terse", "plain"} <= collected:
+        rules["shots+terse, else plain decides"] = _tiebreak("shots", "terse", "plain", None)
     if {"shots", "words", "plain", "t04"} <= collected:
         rules["shots+words, else plain decides, else +4 x t04"] = _tiebreak("shots", "words", "plain", "t04")
         rules["shots+words, else plain decides, else +2 x t04"] = _tiebreak("shots", "words", "plain", "t04", 2)
@@ -553,6 +555,9 @@ def score(paths: Sequence[str], rates: dict[str, Any] | None = None) -> None:
             for record, views in candidates:
                 winner, is_sure, used = rule(views, record)
                 ok = winner is not None and winner.right
+                # the product's doubt without a gold answer: an answer of a shape the question seldom has
+                is_sure = is_sure and winner is not None and doubt_about(winner.program.program_answer, record["question"],
+                                                  about_data=suite in DATA_SUITES) is None
                 right += ok
                 seconds.append(sum(_seconds(record, v, used, rates) for v in _priced(used)))
                 tokens.append(sum(sum(_rows_of(record["views"], v)["tokens"]) for v in _priced(used)))

@@ -3,12 +3,15 @@ they disagree. A scripted model supplies the programs; the kernels that run them
 
 from __future__ import annotations
 
+import io
+
 import pandas as pd
 import pytest
 
 from pal_jupyter import ExecutorLimits, KernelPool, ScriptedBackend, solve
 from pal_jupyter import prompts
 from pal_jupyter.engine import views
+from pal_jupyter.engine.console import ConsoleObserver
 from pal_jupyter.engine.vote import doubt_message, effort_note
 
 
@@ -38,6 +41,30 @@ def test_two_programs_that_agree_are_sure_and_nothing_more_is_written(pool):
     assert session.vote.votes == 2 and session.vote.voters == 2 and session.confidence == "high"
     assert session.answer == "150.0"
     assert doubt_message(session) == "2 of 2 programs, written independently, agree on this answer."
+
+
+def test_two_programs_that_agree_on_a_negative_count_are_shown_for_checking_not_as_sure(pool):
+    question = "3 customers left early and 4 times as many came late. How many stayed, of 10?"
+    model = ScriptedBackend([fenced("print(10 - 3 - 4 * 3 - 4)"), fenced("print(-9)")])
+    shown = io.StringIO()
+    session = solve(question, model=model, executor=pool, observer=ConsoleObserver(shown, stream_tokens=False))
+    assert "Answer: -9 (check it: -9 is an unusual answer to \u201chow many\u201d)" in shown.getvalue()
+    assert model.batch_sizes == [1, 1] and session.answer == "-9", "the answer stands; nothing more is written"
+    assert session.vote.votes == 2 and session.vote.confidence == "high"
+    assert session.doubt == "-9 is an unusual answer to \u201chow many\u201d" and session.confidence == "medium"
+    assert doubt_message(session) == ("2 of 2 programs, written independently, agree on this answer, but -9 is an "
+                                      "unusual answer to \u201chow many\u201d: check the steps before you rely on it.")
+
+
+@pytest.mark.parametrize("question, answer, variables", [
+    ("How many apples are left?", "print(4)", None),  # above 0
+    ("What is 3 minus 10?", "print(-7)", None),  # not a count or an amount
+    ("How much did the total units change? Print just the number.", "print(-2)", {"sales": pd.DataFrame({"units": [3, 1]})}),
+])
+def test_an_answer_of_a_shape_the_question_allows_stays_sure(pool, question, answer, variables):
+    model = ScriptedBackend([fenced(answer), fenced(answer)])
+    session = solve(question, model=model, executor=pool, variables=variables)
+    assert session.doubt is None and session.confidence == "high"
 
 
 def test_two_programs_that_disagree_are_decided_by_the_words_in_the_first_programs_slot(pool):

@@ -148,7 +148,7 @@ class ConsoleObserver(SolveObserver):
     def session_finished(self, session: Session) -> None:
         if session.succeeded:
             answer = session.answer if session.answer is not None else "(the program ran; see its output above)"
-            doubt = {"medium": " (most programs agree, check it)",
+            doubt = {"medium": f" (check it: {session.doubt})" if session.doubt else " (most programs agree, check it)",
                      "low": " (NOT SURE: the programs disagree)"}.get(session.confidence, "")
             self._print(self._style(f"Answer: {answer}{doubt}", "1;32" if session.confidence != "low" else "1;33"))
         else:

@@ -34,7 +34,7 @@ from .filters import NamedValue, named_values
 from .options import OPTIONS, Settings
 from .records import DataLook, Program, ProgramAnswer, PromptContext, SecondOpinion, Session, Vote, WeakVote
 from .trace import TraceWriter
-from .vote import mark_off_target, read_answer, take_vote
+from .vote import doubt_about, mark_off_target, read_answer, take_vote
 
 log = logging.getLogger(__name__)
 
@@ -186,6 +186,8 @@ def solve(
             else:
                 candidates, messages = _vote_round(session, round_, index, messages, settings, style, notebook_text)
             session.seconds = time.perf_counter() - start
+            winner = session.vote.winner if session.vote is not None else None
+            session.doubt = doubt_about(winner.answer if winner else None, question, about_data=bool(variables))
             if writer is not None:
                 for program in candidates:
                     _record(writer, session, program)

@@ -307,6 +307,9 @@ class Session:
     vote: Vote | None = None  # the tally of the round that ended the question
     weak_votes: list[WeakVote] = field(default_factory=list)  # why more programs were written
     views_disagreed: bool = False  # the careful method's two first views did not agree (engine.views)
+    # Why an answer the programs agree on is still to be checked, without a gold answer
+    # (engine.vote.doubt_about): e.g. a word problem asking "how many" answered with -19.
+    doubt: str | None = None
     second_opinion: SecondOpinion | None = None  # the words answer asked for when programs disagreed
     data_look: DataLook | None = None  # what a look at the data printed, when programs about it disagreed
     context: PromptContext | None = None  # what the model was shown before the question (a notebook's cells)
@@ -354,8 +357,9 @@ class Session:
         # Once the careful method's two first views disagreed, the programs written after them share
         # the prompt of one of them, and its slips: answers they made look sure were right 8 times in
         # 11 on GSM8K, and on the DataFrame suite one of them was wrong (docs/benchmarks.md, "Sure
-        # only when the first views agree"). Such an answer is shown for checking, never as sure.
-        if self.views_disagreed and self.vote.confidence == "high":
+        # only when the first views agree"). Such an answer is shown for checking, never as sure; so is
+        # one the programs agree on but the question seldom has (``doubt``).
+        if (self.views_disagreed or self.doubt is not None) and self.vote.confidence == "high":
             return "medium"
         return self.vote.confidence
 

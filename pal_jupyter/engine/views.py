@@ -39,7 +39,8 @@ is kept per set of data (:meth:`View.cache_key_for`): a question about a frame a
 reads only itself, whatever was asked in between.
 
 When the two first views disagree, the answer is never shown as sure, however many of the programs
-written after them agree (:attr:`~.records.Session.confidence`).
+written after them agree (:attr:`~.records.Session.confidence`); nor when they agree on an answer of
+a shape the question seldom has, such as 0 or less for "how many" (:func:`.vote.doubt_about`).
 
 Why not five sampled programs from the start, as before: on 2 CPU cores five programs cost about
 2.5 times one, and on questions about data the sampled programs of the 1.5B default model are worse
