@@ -556,8 +556,8 @@ def score(paths: Sequence[str], rates: dict[str, Any] | None = None) -> None:
                 winner, is_sure, used = rule(views, record)
                 ok = winner is not None and winner.right
                 # the product's doubt without a gold answer: an answer of a shape the question seldom has
-                is_sure = is_sure and winner is not None and doubt_about(winner.program.program_answer, record["question"],
-                                                  about_data=suite in DATA_SUITES) is None
+                is_sure = is_sure and winner is not None and doubt_about(
+                    winner.program.program_answer, record["question"], about_data=suite in DATA_SUITES) is None
                 right += ok
                 seconds.append(sum(_seconds(record, v, used, rates) for v in _priced(used)))
                 tokens.append(sum(sum(_rows_of(record["views"], v)["tokens"]) for v in _priced(used)))

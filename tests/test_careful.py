@@ -59,7 +59,8 @@ def test_two_programs_that_agree_on_a_negative_count_are_shown_for_checking_not_
 @pytest.mark.parametrize("question, answer, variables", [
     ("How many apples are left?", "print(4)", None),  # above 0
     ("What is 3 minus 10?", "print(-7)", None),  # not a count or an amount
-    ("How much did the total units change? Print just the number.", "print(-2)", {"sales": pd.DataFrame({"units": [3, 1]})}),
+    ("How much did the total units change? Print just the number.", "print(-2)",
+     {"sales": pd.DataFrame({"units": [3, 1]})}),
 ])
 def test_an_answer_of_a_shape_the_question_allows_stays_sure(pool, question, answer, variables):
     model = ScriptedBackend([fenced(answer), fenced(answer)])

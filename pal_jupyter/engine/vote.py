@@ -51,8 +51,11 @@ _FRAME_FOOTER = re.compile(r"^\[\d+ rows x \d+ columns\]$")
 _COLUMNS = re.compile(r"\S\s{2,}\S")  # pandas separates columns by two or more spaces
 _STRICT_NUMBER_QUESTION = re.compile(r"\b(?:just|only) (?:the|a|one) (?:number|value)\b|\ba single (?:number|value)\b",
                                      re.IGNORECASE)
+# "How many ...", "how much ...": a count or an amount, which a word problem seldom puts at 0 or below.
+_QUANTITY_WORDING = r"\bhow (?:many|much|long|far|old)\b"
+_QUANTITY_QUESTION = re.compile(_QUANTITY_WORDING, re.IGNORECASE)
 _NUMBER_QUESTION = re.compile(
-    r"\bhow (?:many|much|long|far|old)\b|\bjust the number\b|\bsingle number\b|"
+    _QUANTITY_WORDING + r"|\bjust the number\b|\bsingle number\b|"
     r"\bwhat (?:is|was|are|were) the (?:total|average|mean|median|sum|number|count|"
     r"maximum|minimum|largest|smallest|highest|lowest|percentage|share|difference)\b",
     re.IGNORECASE,
@@ -71,8 +74,6 @@ _WHICH_NAMED_THING = re.compile(
 _NUMBER_WORDING = re.compile(r"\bnumbers?\b(?!\s+of\b)|\bnumeric\b|\bhow (?:many|much)\b|\bids?\b|\bcodes?\b|"
                              r"\bindex\b|\bzip\b|\bpostcode\b|\bwhich (?:\w+ )?(?:year|day|week|quarter)\b",
                              re.IGNORECASE)
-# "How many ...", "how much ...": a count or an amount, which a word problem seldom puts at 0 or below.
-_QUANTITY_QUESTION = re.compile(r"\bhow (?:many|much|long|far|old)\b", re.IGNORECASE)
 _BARE_NUMBER = re.compile(r"[-+]?\d[\d,]*(?:\.\d+)?")
 # The kind of chart a question asks for, as the figure reader names what was drawn (a histogram is bars).
 _CHART_KINDS = {
