@@ -159,7 +159,7 @@ def collect_question(backend: Any, pool: KernelPool, row: dict[str, Any], seed: 
     if not data and "words" in wanted:  # in the programs' slot, after them: only its opening is read
         words = _ask(backend, reasoning.words_messages(question), 1,
                      GenerationOptions(max_new_tokens=reasoning.WORDS_TOKENS, temperature=0.0,
-                                       stop_after_code=False), None, variables, key=product_views.WORDS.cache_key)
+                                       stop_after_code=False), None, variables, key=product_views.SHOTS.cache_key)
         views["words"] = words
     if not data and "reasoned" in wanted and "words" in views:
         views["reasoned"] = _ask(backend, reasoning.program_messages(question, words["texts"][0]), 1, code, pool,
@@ -364,8 +364,9 @@ def _tiebreak(first: str, second: str, judge: str, escalate: str | None, n: int 
     """Two greedy views; when they agree, done and sure. Else ``judge`` is asked: the answer it
     agrees with wins (not sure); when it agrees with neither, ``n`` samples of ``escalate`` join the vote
     (without ``escalate``: the first that worked stands). ``_tiebreak("shots", "terse", "words", None)``
-    is the product's plan for word problems (``views.WORD_PLAN``); the judge is not asked when both
-    views failed (a repair follows, unpriced)."""
+    was the product's plan for word problems until the words were measured to pay nothing
+    (docs/benchmarks.md, "Two programs, then stop"); the judge is not asked when both views failed
+    (a repair follows, unpriced)."""
     def rule(views: dict[str, list[Candidate]], record: dict[str, Any]) -> tuple[Any, bool, list[str]]:
         pair = views[first][:1] + views[second][:1]
         winner, weight, _ = _vote(pair)
@@ -453,7 +454,9 @@ def _rules(collected: set[str]) -> dict[str, Rule]:
     for first, second, samples in PAIRS:
         if not {first, second} <= collected:
             continue
-        rules[f"{first}+{second}, stop"] = _careful(first, second, None)
+        # shots+terse, stop: the product's plan for word problems (views.WORD_PLAN)
+        default = " (the default)" if (first, second) == ("shots", "terse") else ""
+        rules[f"{first}+{second}, stop{default}"] = _careful(first, second, None)
         if samples in collected:
             for weight in (1.0, 2.0):
                 rules[f"{first}+{second}, else +4 x {samples} (greedy x{weight:g})"] = _careful(
@@ -512,7 +515,7 @@ def _rules(collected: set[str]) -> dict[str, Rule]:
             rules[f"{head}, the first that worked stands, else shots"] = _by_kind(
                 charts, _first_stands("fixed", second, "shots", either=True))
     if {"shots", "terse", "words"} <= collected:
-        rules["shots+terse, else words decide (the default)"] = _tiebreak("shots", "terse", "words", None)
+        rules["shots+terse, else words decide"] = _tiebreak("shots", "terse", "words", None)
         rules["shots+words, else terse decides"] = _tiebreak("shots", "words", "terse", None)
         rules["shots+words+terse, all asked, sure when all three agree"] = _three("shots", "words", "terse", None)
     if {"shots", "terse", "plain"} <= collected:

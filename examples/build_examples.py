@@ -62,9 +62,8 @@ MATH = notebook(
         "By default (`--method careful`) the model first writes two programs, greedily, from two independent "
         "prompts: one after worked examples, one with no examples at all. When both print the same answer, "
         "the widget shows it as sure: \"2 of 2 programs, written independently, agree on this answer\". When "
-        "they disagree, the model works the question out in words, step by step, and the words decide between "
-        "the two programs; the answer is then never shown as sure, and when the words agree with neither, the "
-        "widget says it is not sure and shows the competing answers. If every program fails, the model reads "
+        "they disagree, the answer of the program after the worked examples is kept, but it is never shown as "
+        "sure: the widget says it is not sure and shows the competing answers. If every program fails, the model reads "
         "the error, explains it in plain words and writes a corrected program.\n\n"
         "The final program is inserted as a new cell below each question, so students can read it, "
         "change it and run it themselves.\n\n" + SAVED_OUTPUTS
@@ -74,8 +73,8 @@ MATH = notebook(
                       "per program: the code as the model writes it, its output and its answer."),
     new_code_cell("%%pal\nIf a train travels 60 mph for 2.5 hours, how far does it go?"),
     new_markdown_cell("## A multi-step problem (GSM8K)\nThe programs name every quantity, which makes the reasoning "
-                      "easy to follow. When the two programs disagree, the question is worked out in words to "
-                      "decide between them, and the widget shows those words."),
+                      "easy to follow. When the two programs disagree, the widget shows both answers and says it "
+                      "is not sure."),
     new_code_cell(
         "%%pal\nJanet's ducks lay 16 eggs per day. She eats three for breakfast every morning and bakes "
         "muffins for her friends every day with four. She sells the remainder at the farmers' market daily "
@@ -84,7 +83,7 @@ MATH = notebook(
     new_markdown_cell(
         "## A tricky one: percentages of percentages\n"
         "Problems like this are where programs go wrong. A program that fails shows its error on its page in "
-        "the widget, and a disagreement is settled by the answer worked out in words. Only when every program "
+        "the widget, and a disagreement is shown as doubt, with both answers. Only when every program "
         "fails is the error sent back to the model: the next attempt shows its explanation in plain words, "
         "then the corrected program."
     ),
@@ -140,8 +139,9 @@ OPTIONS = notebook(
     new_markdown_cell(
         "# A tour of the `%%pal` options\n\n"
         "How programs are asked for: `--method careful` (the default) writes two greedy programs from "
-        "independent prompts and, only when they disagree, asks more: for a word problem the answer worked out "
-        "in words decides, for a chart `--samples` more programs (4) are sampled at temperature 0.4; "
+        "independent prompts and, only when they disagree about data, asks more: a third program after the "
+        "pandas idioms most like the question when both failed, for a chart `--samples` more programs (4) "
+        "sampled at temperature 0.4; "
         "`--method vote` is the method before it: `--samples` programs sampled from one prompt, the answer "
         "most of them print wins, and more are written while fewer than 3 in 5 agree. `--seed` makes sampled "
         "programs repeatable.\n\n" + SAVED_OUTPUTS
@@ -239,8 +239,8 @@ CLASS_SERVER = notebook(
     new_code_cell("%load_ext pal_jupyter\n%config PalMagics.model = \"openai:default\""),
     new_markdown_cell("## A question, answered by the server\nThe two careful programs are asked for one after the "
                       "other (one after worked examples, one from none), their tokens streaming into the widget as "
-                      "they arrive. When they disagree, the question is worked out in words to decide between "
-                      "them."),
+                      "they arrive. When they disagree, the answer is shown with both programs' answers, as not "
+                      "sure."),
     new_code_cell("%%pal\nA baker makes 24 muffins a tray and bakes 7 trays. She sells all but 18 muffins. "
                   "How many muffins does she sell?"),
     new_markdown_cell("## Which model answered\nThe session names the server; the trace and the class log do too "

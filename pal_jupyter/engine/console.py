@@ -113,7 +113,7 @@ class ConsoleObserver(SolveObserver):
         return self._style(" ".join(str(detail).split())[:100], "31")
 
     def vote_taken(self, session: Session, vote: Vote) -> None:
-        if vote.voters <= 1:
+        if vote.candidates <= 1:
             return
         self._print(self._style(f"Vote: {vote.tally}" + (f" on {vote.winner.answer.text}" if vote.winner else ""), "1"))
         if second_opinion_note(vote):

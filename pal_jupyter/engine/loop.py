@@ -298,24 +298,13 @@ def _careful_round(session: Session, round_: _Round, index: int, messages: list[
     if agreed or round_.samples < 1 or (plan.worked_stands and any(c.good for c in candidates)):
         return candidates
     samples = round_.samples if plan.sampled else 0
-    decide = plan.then is not None and not plan.then.writes_program  # the words decide between the programs
-    if decide and not any(c.good for c in candidates):
-        return candidates  # nothing for the words to decide between: a repair follows
-    more = samples + (plan.then is not None and not decide)
-    if more == 0 and not decide:
+    more = samples + (plan.then is not None)
+    if more == 0:  # a word problem: the two programs' answers stand (the first view's on a tie)
         return candidates
     if vote is not None and vote.winner is not None:
-        session.weak_votes.append(WeakVote(1, vote.votes, vote.voters, vote.winner.answer,
-                                           time.perf_counter() - round_.started, more,
-                                           how="decide" if decide else "more"))
-        if decide:
-            round_.observer.reasoning_started(session, vote)
-        else:
-            round_.observer.more_programs(session, vote, more)
-    if decide:
-        words = _words_view(session, round_, notebook_text)
-        _join_round(session, round_, candidates, [], words, words_view=True, preferred=preferred)
-        return candidates
+        session.weak_votes.append(WeakVote(1, vote.votes, vote.candidates, vote.winner.answer,
+                                           time.perf_counter() - round_.started, more))
+        round_.observer.more_programs(session, vote, more)
     sampled_from, source = candidates[0], plan.first
     if plan.then is not None:
         sampled_from = _write_view(session, round_, plan.then, len(candidates) + 1, len(candidates) + 1, notebook_text)
@@ -337,21 +326,6 @@ def _write_view(session: Session, round_: _Round, view: views.View, sample: int,
     round_.observer.program_started(program)
     round_.write(program, session.question)
     return program
-
-
-def _words_view(session: Session, round_: _Round, notebook_text: str | None) -> ProgramAnswer | None:
-    """The view that works the question out in words (:mod:`.reasoning`), streamed to the observer;
-    the words and their answer are kept in ``session.second_opinion``. None when the model gave no
-    words or no number at the end of them."""
-    start = time.perf_counter()
-    try:
-        words = round_.write_words(session, notebook_text)
-    except PalError as exc:
-        log.warning("No answer in words (%s); the program's answer stands alone.", exc)
-        return None
-    answer = reasoning.read_words_answer(words)
-    session.second_opinion = SecondOpinion(1, words.strip(), answer, time.perf_counter() - start, None)
-    return answer
 
 
 def _more_programs(session: Session, round_: _Round, messages: list[dict[str, str]], candidates: list[Program],
@@ -420,17 +394,16 @@ def _reason_first(session: Session, round_: _Round, candidates: list[Program], s
 
 
 def _join_round(session: Session, round_: _Round, candidates: list[Program], extra: list[Program],
-                second_opinion: ProgramAnswer | None, words_view: bool = False, preferred: int | None = None) -> None:
+                second_opinion: ProgramAnswer | None, preferred: int | None = None) -> None:
     """Programs written after a weak vote join its round (``candidates``, extended in place, each
     renumbered "of N") and the round is tallied again, with the words answer when there is one
-    (``words_view``: the words decide between the careful method's programs; ``preferred``: the program
-    whose answer wins a tie, :func:`~.vote.take_vote`)."""
+    (``preferred``: the program whose answer wins a tie, :func:`~.vote.take_vote`)."""
     session.programs.extend(extra)
     candidates.extend(extra)
     for program in candidates:
         program.samples = len(candidates)
     round_.check(candidates, session.question)
-    session.vote = take_vote(candidates, second_opinion, words_view, preferred=preferred)
+    session.vote = take_vote(candidates, second_opinion, preferred=preferred)
 
 
 def repair_basis(candidates: Sequence[Program]) -> Program:
@@ -512,10 +485,11 @@ class _Round:
         self._complete([program], question)
 
     def write_words(self, session: Session, notebook_text: str | None) -> str:
-        """The question worked out in words, greedily (:mod:`.reasoning`), streamed to the observer."""
+        """The question worked out in words, greedily (:mod:`.reasoning`), streamed to the observer; in the
+        worked examples' slot, since its prompt is theirs up to the reply's opening (prompts.words_messages)."""
         options = dataclasses.replace(self.generation, temperature=None, seed=None, stop_after_code=False,
                                       stop_when=None, code_only=False, max_new_tokens=reasoning.WORDS_TOKENS,
-                                      cache_key=views.WORDS.cache_key)
+                                      cache_key=views.SHOTS.cache_key)
         asked = reasoning.words_messages(session.question, notebook_text)
         return generate_candidates(self.backend, asked, 1, options,
                                    on_token=lambda _row, text: self.observer.reasoning_token(session, text))[0].text

@@ -21,9 +21,8 @@ from ..errors import SettingError
 from ..kernels import ExecutorLimits
 from ..kernels.sandbox import readable_refusal
 
-#: How a question's programs are asked for: "careful" (two independent greedy views: two programs for a
-#: question about data, a program and the answer worked out in words for a word problem; more only when
-#: they disagree: engine.views) or "vote" (SAMPLES sampled programs from one prompt,
+#: How a question's programs are asked for: "careful" (two independent greedy programs from prompts that
+#: share no worked examples; more only when they disagree about data: engine.views) or "vote" (SAMPLES sampled programs from one prompt,
 #: more while they disagree: the method before it, kept to compare against).
 METHODS = ("careful", "vote")
 MAX_SAMPLES = 16  # programs per round; beyond this a batch costs more than the vote gains
@@ -181,11 +180,11 @@ OPTIONS: dict[str, Option] = {o.name: o for o in (
     Option("dtype", str, "auto", "auto: bf16 on a GPU or a CPU with AMX/AVX512-BF16, else fp32 (torch backend; "
            "llama.cpp uses the GGUF file's own quantisation)", choices=("auto", "float32", "bfloat16", "float16")),
     Option("method", str, METHODS[0], "how programs are asked for: careful (two independent greedy programs; when they "
-           "disagree, a word problem is worked out in words to decide, for --use data the answer of the first program that "
+           "disagree, a word problem's first program stands, for --use data the answer of the first program that "
            "worked stands, else one more from pandas idioms votes, and for a chart SAMPLES more are sampled and vote) or "
            "vote (SAMPLES sampled programs per attempt; the answer most of them print wins)", choices=METHODS),
     Option("samples", int, DEFAULT_SAMPLES, "programs sampled when the two careful views of a chart disagree (method "
-           "careful; 0: nothing more is asked after a disagreement, nor the words, nor the --use idioms' program), or per "
+           "careful; 0: nothing more is asked after a disagreement, nor the --use idioms' program), or per "
            "attempt (method vote)", flags=("-k",), low=0, high=MAX_SAMPLES),
     Option("max_programs", int, DEFAULT_MAX_PROGRAMS, "method vote: most programs per attempt: while fewer than 3 "
            "in 5 agree, SAMPLES more are written (1: never more than SAMPLES)", low=1, high=MAX_PROGRAMS),

@@ -90,9 +90,6 @@ class Vote:
     candidates: int  # programs drawn, whether they ran or not
     groups: list[VoteGroup] = field(default_factory=list)  # the winner first
     second_opinion: ProgramAnswer | None = None  # the words answer that joined this vote, if any
-    # The words answer decided between the careful method's two programs (a word problem), so it counts
-    # as a voter; after the vote method's weak votes it only adds weight (engine.vote.take_vote).
-    words_view: bool = False
 
     @property
     def winner(self) -> VoteGroup | None:
@@ -100,49 +97,28 @@ class Vote:
 
     @property
     def votes(self) -> int:
-        """The winner's programs, and the words answer when it is a view that agrees."""
-        if self.winner is None:
-            return 0
-        return self.winner.votes + int(self.words_view and self.winner.words)
-
-    @property
-    def voters(self) -> int:
-        """Programs drawn, and the words answer when it is a view of its own."""
-        return self.candidates + int(self.words_view)
+        """The winner's programs (the words answer only adds weight: it is no program)."""
+        return self.winner.votes if self.winner is not None else 0
 
     @property
     def agreement(self) -> float:
-        """Votes for the winner over voters (0.0 when nothing voted)."""
-        return self.votes / self.voters if self.voters else 0.0
+        """Votes for the winner over programs drawn (0.0 when none was)."""
+        return self.votes / self.candidates if self.candidates else 0.0
 
     @property
     def confidence(self) -> str:
-        """How far the answer can be trusted, from the agreement of the voters: a words answer that
-        only joined a weak vote does not lift it (measured: docs/benchmarks.md, "Reason first"); as
-        a view of its own it counts as one (measured: "Careful first")."""
-        return confidence_level(self.votes, self.voters)
+        """How far the answer can be trusted, from the agreement of the programs: a words answer that
+        joined a weak vote does not lift it (measured: docs/benchmarks.md, "Reason first")."""
+        return confidence_level(self.votes, self.candidates)
 
     @property
     def tally(self) -> str:
-        """'4 of 5 programs agree', 'the program and the answer worked out in words agree' (or why
-        there was nothing to agree on)."""
+        """'4 of 5 programs agree' (or why there was nothing to agree on)."""
         if self.winner is None:
             return f"none of the {self.candidates} programs printed an answer"
-        if self.words_view and self.winner.words:
-            return f"{self.programs_agreeing} agree"
-        if self.words_view:
-            return f"{self.votes} of {self.candidates} programs {self.agreeing}; the answer worked out in words differs"
         if self.candidates == 1:
             return "one program (not cross-checked)"
         return f"{self.votes} of {self.candidates} programs {self.agreeing}"
-
-    @property
-    def programs_agreeing(self) -> str:
-        """Who agrees on the winner, in words: 'the program and the answer worked out in words', '3 of
-        5 programs' ..."""
-        assert self.winner is not None
-        who = "the program" if self.candidates == 1 else f"{self.winner.votes} of {self.candidates} programs"
-        return f"{who} and the answer worked out in words" if self.words_view and self.winner.words else who
 
     @property
     def agreeing(self) -> str:
@@ -251,8 +227,7 @@ class WeakVote:
     seconds: float
     more: int  # programs then added
     how: str = "more"  # "more": more programs from the same prompt; "reason": a words answer, then its program;
-    # "look": more programs from a prompt that adds what a look at the data printed (DataLook); "decide": the
-    # careful method's two programs disagreed, and the words decided between them (``more`` 0)
+    # "look": more programs from a prompt that adds what a look at the data printed (DataLook)
 
 
 @dataclass
@@ -268,9 +243,8 @@ class DataLook:
 
 @dataclass
 class SecondOpinion:
-    """The step-by-step answer in words (:mod:`pal_jupyter.engine.reasoning`): the careful method's
-    second view of a word problem, or what the vote method asks for when a round's programs
-    disagreed, with the program then written to follow it."""
+    """The step-by-step answer in words (:mod:`pal_jupyter.engine.reasoning`): what the vote method asks
+    for when a round's programs disagreed, with the program then written to follow it."""
 
     round: int
     text: str  # the model's reasoning, in words

@@ -10,15 +10,13 @@ other's worked examples (a :class:`Plan`):
 * a question that asks for a chart of the data: one program from the pandas idioms most like the
   question (which show each kind of chart), after the data; one from the plain description;
 * a word problem: one program after worked examples, one from no examples (the code alone asked
-  for); when they disagree, the question worked out in words decides between them (its final number
-  adds weight to the program it agrees with; it never wins alone). The worked examples show two
-  programs and two answers in words, and the reply's opening asks for one or the other, so the
-  words are asked in the first program's prompt and slot and read only their opening.
+  for); when they disagree, the answer of the program after the worked examples is shown, as not
+  sure, unless only the other one worked; nothing more is written.
 
 Programs are written code-only (the reply begins with the code fence and ends at the closing one:
 no token spent on words around it) and each runs as soon as it is written. When the two views give
 the same answer, the question is done and the answer is shown as sure. When they disagree, a
-word problem asks the words (above); a question about data keeps the answer of the first view whose
+word problem stops there (above); a question about data keeps the answer of the first view whose
 program worked (shown as not sure):
 the first view was the right one every time the plain view disagreed on the DataFrame suite (7 of 7,
 and 4 of 4 in the collection before the fourth example). Only when both failed is a third greedy
@@ -44,12 +42,13 @@ a shape the question seldom has, such as 0 or less for "how many" (:func:`.vote.
 
 Why not five sampled programs from the start, as before: on 2 CPU cores five programs cost about
 2.5 times one, and on questions about data the sampled programs of the 1.5B default model are worse
-than its greedy one, so a vote over them often chose an answer several bad samples shared. Why two
-programs and then the words for a word problem: asked in the programs' prompt, the words are a
-cheap third view, but they share that prompt's slips: a program and its prompt's words that agreed
-were wrong 6 times in 51 on GSM8K test rows 300-399, the two programs from independent prompts 5
-times in 57 (docs/benchmarks.md, "One prompt, two forms"). How the views, the temperature and the
-weight were chosen: ``benchmarks/bench_views.py`` (docs/benchmarks.md, "Careful first").
+than its greedy one, so a vote over them often chose an answer several bad samples shared. Why a
+word problem stops at its two programs: a third view asked when they disagreed (the question worked
+out in words, deciding between them) gained one answer in one collection of GSM8K test rows 300-399
+and lost one in the next, for 5.6-5.8 s per question each time; of the 44 disagreements in the second,
+the words backed the right program 4 times, the wrong one 2 times, and neither 12 times
+(docs/benchmarks.md, "Two programs, then stop"). How the views, the temperature and the weight were
+chosen: ``benchmarks/bench_views.py`` (docs/benchmarks.md, "Careful first").
 """
 
 from __future__ import annotations
@@ -64,22 +63,17 @@ from .. import prompts
 
 @dataclass(frozen=True)
 class View:
-    """One careful, greedy way to answer: a program from a prompt ``style``, or (``style`` None) the
-    question worked out in words, whose final number is the view's answer (:mod:`.reasoning`)."""
+    """One careful, greedy way to answer: a program from a prompt ``style``."""
 
     name: str
     help: str
-    style: str | None = None
+    style: str
     # The llama.cpp cache slot its prompt is kept in (GenerationOptions.cache_key); its name unless it
     # shares one with a view whose prompt begins the same way (then each reads only what differs).
     cache: str | None = None
     # A slot per set of data (the variables' names), for a prompt whose worked examples come before
     # the data: see cache_key_for.
     slot_per_data: bool = False
-
-    @property
-    def writes_program(self) -> bool:
-        return self.style is not None
 
     @property
     def cache_key(self) -> str:
@@ -105,11 +99,11 @@ class Plan:
     ``then`` (when there is one) writes a third greedy program and the samples come from its prompt,
     else from the first view's.
 
-    ``then`` may be the words view: its answer then decides between the two programs (it never wins
-    alone) and nothing more is written. ``worked_stands``: when the two views disagree and a program of theirs worked (it ran, and
-    its answer is on target), the answer of the first that worked is shown, as not sure, and nothing
-    more is written; only when both failed is ``then`` asked. ``sampled``: whether samples follow a
-    disagreement (the ``samples`` setting says how many); without samples a tie goes to the first view."""
+    ``worked_stands``: when the two views disagree and a program of theirs worked (it ran, and its
+    answer is on target), the answer of the first that worked is shown, as not sure, and nothing more
+    is written; only when both failed is ``then`` asked. ``sampled``: whether samples follow a
+    disagreement (the ``samples`` setting says how many); without samples a tie goes to the first view.
+    A plan with neither ``then`` nor samples stops at its two views."""
 
     first: View
     second: View
@@ -124,8 +118,6 @@ class Plan:
 
 SHOTS = View("shots", "worked examples, one greedy program", style=prompts.WORD_PROBLEM_STYLE)
 ZERO = View("zero", "no worked examples, the code alone asked for, one greedy program", style=prompts.ZERO_STYLE)
-# In the programs' slot: its prompt is theirs up to the reply's opening (prompts.words_messages).
-WORDS = View("words", "the question worked out in words, step by step; the number it ends on votes", cache="shots")
 DATA_FIXED = View("fixed", "four fixed pandas examples, the data before the question, one greedy program",
                   style=prompts.DATA_FIXED_STYLE, cache="data", slot_per_data=True)
 DATA_ZERO = View("zero", "the data described, no worked examples, the code alone asked for, one greedy program",
@@ -135,7 +127,7 @@ CHART_IDIOMS = View("idioms", "the fixed pandas examples, the data, then the idi
                     "program", style=prompts.CHART_STYLE, cache="data", slot_per_data=True)
 
 #: A word problem; a question about the user's data (``--use``); one that asks for a chart of it.
-WORD_PLAN = Plan(SHOTS, ZERO, then=WORDS, sampled=False)
+WORD_PLAN = Plan(SHOTS, ZERO, sampled=False)
 DATA_PLAN = Plan(DATA_FIXED, DATA_ZERO, then=DATA_IDIOMS, worked_stands=True, sampled=False)
 CHART_PLAN = Plan(CHART_IDIOMS, DATA_ZERO)
 #: The temperature of the programs sampled when the two views disagree (unless one was asked for).
@@ -154,6 +146,5 @@ def plan_for(question: str, variables: Mapping[str, Any] | None, style: str | No
 
 def view_messages(view: View, question: str, variables: Mapping[str, Any] | None,
                   notebook_text: str | None) -> list[ChatMessage]:
-    """The prompt of a view that writes a program (the words view is asked by :mod:`.reasoning`)."""
-    assert view.style is not None, "the words view writes no program"
+    """The prompt of a view's program."""
     return prompts.pal_messages(question, variables, style=view.style, notebook_text=notebook_text)

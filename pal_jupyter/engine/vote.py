@@ -243,19 +243,16 @@ WORDS_WEIGHT = 1.0
 
 
 def take_vote(programs: Sequence[Program], second_opinion: ProgramAnswer | None = None,
-              words_view: bool = False, preferred: int | None = None) -> Vote:
+              preferred: int | None = None) -> Vote:
     """Tally the answers of one round's candidates (``program_answer`` and ``off_target`` already set).
 
     Only programs that worked vote: a failure, an off-target table, an answer the checker
     rejected, or a program that showed nothing has no say. A ``second_opinion`` (the words answer of
     :mod:`.reasoning`) adds :data:`WORDS_WEIGHT` to the programs that agree with it; it never wins
-    alone, since it is not a program that could be inserted. With ``words_view`` the words decided
-    between the careful method's programs, and count as a voter in the agreement (:class:`Vote`). A tie goes
-    to the answer of program ``preferred`` (its ``sample`` number) when given, else to the shortest
-    program.
+    alone, since it is not a program that could be inserted. A tie goes to the answer of program
+    ``preferred`` (its ``sample`` number) when given, else to the shortest program.
     """
-    vote = Vote(round=programs[0].index if programs else 0, candidates=len(programs), second_opinion=second_opinion,
-                words_view=words_view)
+    vote = Vote(round=programs[0].index if programs else 0, candidates=len(programs), second_opinion=second_opinion)
     for program in programs:
         answer = program.program_answer
         if answer is None or not program.good:
@@ -287,8 +284,6 @@ def competing_answers(vote: Vote) -> str:
 def more_programs_reason(vote: Vote, count: int) -> str:
     """Why more programs are written: 'only 1 of 5 programs agree (on 60): writing 5 more'."""
     on = f" (on {vote.winner.answer.text})" if vote.winner is not None else ""
-    if vote.words_view and vote.winner is not None:
-        return f"{vote.tally}: writing {count} more programs"
     return f"only {vote.votes} of {vote.candidates} programs agree{on}: writing {count} more"
 
 
@@ -303,9 +298,6 @@ def effort_note(weak: WeakVote) -> str:
     if weak.how == "reason":
         return (f"Only {weak.votes} of {weak.candidates} programs agreed (on {weak.answer.text}): the question was "
                 "worked out in words, and one more program followed those steps.")
-    if weak.how == "decide":
-        return (f"The two programs disagreed ({weak.answer.text} won only {weak.votes} of {weak.candidates}): the "
-                "question was worked out in words to decide between them.")
     if weak.how == "look":
         return (f"Only {weak.votes} of {weak.candidates} programs agreed (on {weak.answer.text}): the data was "
                 f"looked at first, and {weak.more} more {'was' if weak.more == 1 else 'were'} written knowing what "
@@ -351,8 +343,6 @@ def doubt_message(session: Session) -> str:
     if session.doubt is not None and vote.confidence == "high" and not session.views_disagreed:
         return (f"{vote.votes} of {vote.candidates} programs, written independently, {agreeing}, but "
                 f"{session.doubt}: check the steps before you rely on it.{words}")
-    if vote.words_view:  # the words are a voter: the tally names them, no note repeats them
-        return _doubt_with_words(vote, confidence, agreeing, words if not vote.winner.words else "")
     if confidence == "high":
         return f"{vote.votes} of {vote.candidates} programs, written independently, {agreeing}.{words}"
     if confidence == "medium":
@@ -361,14 +351,3 @@ def doubt_message(session: Session) -> str:
     return (f"I am not sure: the programs disagree ({competing_answers(vote)}).{words} Work through the "
             "question yourself, or ask your teacher which answer is right.")
 
-
-def _doubt_with_words(vote: Vote, confidence: str, agreeing: str, words: str) -> str:
-    """The doubt of a careful vote that the answer worked out in words decided."""
-    who = vote.programs_agreeing
-    who = who[0].upper() + who[1:]
-    if confidence == "high":
-        return f"{who}, written independently, {agreeing}.{words}"
-    if confidence == "medium":
-        return f"{who} {agreeing}, but not all: check the steps before you rely on it.{words}"
-    return (f"I am not sure: the programs disagree ({competing_answers(vote)}).{words} Work through the "
-            "question yourself, or ask your teacher which answer is right.")

@@ -202,7 +202,7 @@ def notice_bundle(text: str) -> dict[str, str]:
 
 def reasoning_html(text: str) -> str:
     """The answer worked out in words, folded (after the vote method's weak vote it explains the program
-    that follows it; in the careful method it decided between two programs)."""
+    that follows it)."""
     if not text.strip():
         return ""
     return (f"<details class='pal-reasoning' open><summary>Worked out in words</summary>"

@@ -4,12 +4,12 @@ The model is asked to solve the question step by step **in words**, ending with 
 then, in the same conversation, to write a program that **follows its own steps**. Both ask the
 question in the turn every chat shares (:func:`~.questions.question_turn`).
 
-The words are asked in the careful method's word-problem prompt (:data:`~.styles.WORD_PROBLEM_STYLE`),
-which shows two worked programs and two worked answers in words, in GSM8K's own terse style (a line
-per step, the arithmetic written out), and whose reply is begun with :data:`~.styles.WORDS_OPENING`.
-Why one prompt for both forms: the careful method asks it for a program first, so llama.cpp has the
-whole prompt, the question included, in its cache, and the words read only their opening (on two AVX2
-cores the question alone took ~4 s to read again). Why worked examples: without them the model writes
+The words (asked by the vote method when its programs disagree) are asked in the careful method's
+word-problem prompt (:data:`~.styles.WORD_PROBLEM_STYLE`), which shows two worked programs and two
+worked answers in words, in GSM8K's own terse style (a line per step, the arithmetic written out), and
+whose reply is begun with :data:`~.styles.WORDS_OPENING`. Why that prompt: its worked examples are in
+llama.cpp's cache (the careful method's "shots" slot) once any word problem has been asked, so the
+words read only the question and their opening. Why worked examples: without them the model writes
 about twice as many words (195 tokens on average against 98 on GSM8K test rows 300-327,
 docs/benchmarks.md), and every token decoded is a tenth of a second of the user's wait.
 """
