@@ -45,7 +45,7 @@ def test_worked_examples_compute_the_gsm8k_answers(style):
 
 
 def test_the_words_examples_work_each_step_out_and_end_on_the_gsm8k_answer():
-    # The words view imitates these: each step's arithmetic must be right, and the answer line read.
+    # An answer in words imitates these: each step's arithmetic must be right, and the answer line read.
     examples = [e for e in WORKED_EXAMPLES if e.words]
     asked = prompts.words_messages("Q?")
     replies = [m["content"] for m in asked[1:-2] if m["role"] == "assistant"]

@@ -93,7 +93,7 @@ def code_prefilled(messages: Sequence[ChatMessage], options: GenerationOptions) 
 
 def continues_turn(messages: Sequence[ChatMessage]) -> bool:
     """Whether the prompt ends with an assistant turn begun for the model to go on with (the code
-    fence of ``code_only``, or a prompt's own opening, such as the words view's): every backend
+    fence of ``code_only``, or a prompt's own opening, such as that of an answer in words): every backend
     continues that turn rather than starting a new one, and returns only what the model added."""
     return bool(messages) and messages[-1]["role"] == "assistant"
 

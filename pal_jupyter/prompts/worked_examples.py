@@ -17,8 +17,8 @@ class WorkedExample:
     ``steps`` are the program's lines without the final print/return; ``result`` names the
     variable holding the answer, and ``answer`` is the data set's reference answer, which the
     tests check the program against. ``words``, where given, is the data set's own solution in
-    words (its calculator marks ``<<...>>`` removed), the worked example of the words view
-    (:mod:`.words`).
+    words (its calculator marks ``<<...>>`` removed), the worked example of an answer in
+    words (:mod:`.words`).
     """
 
     question: str
