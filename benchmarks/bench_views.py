@@ -193,9 +193,19 @@ def _rows(suite: str, offset: int, limit: int | None) -> list[dict[str, Any]]:
     return read_rows(GSM8K, limit=limit, offset=offset)
 
 
+def _visited(path: str, wanted: Sequence[str]) -> set[int]:
+    """The questions a pass for the ``wanted`` views already wrote to ``path``: those with a line holding
+    any of them. A pass for other views (``--views terse`` after ``--views fixed``) appends lines of
+    its own to the same file, and ``score`` merges a question's lines."""
+    if not os.path.exists(path):
+        return set()
+    records = (json.loads(line) for line in open(path))
+    return {record["i"] for record in records if set(record["views"]) & set(wanted)}
+
+
 def collect(args: argparse.Namespace) -> None:
     rows = _rows(args.suite, args.offset, args.limit)
-    done = {json.loads(line)["i"] for line in open(args.out)} if os.path.exists(args.out) else set()
+    done = _visited(args.out, args.views.split(","))
     backend = load_model("default", backend="llamacpp")
     with KernelPool(ExecutorLimits(timeout_s=10)) as pool:
         for position, row in enumerate(rows):
