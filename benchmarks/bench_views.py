@@ -464,8 +464,8 @@ def _rules(collected: set[str]) -> dict[str, Rule]:
     for first, second, samples in PAIRS:
         if not {first, second} <= collected:
             continue
-        # shots+terse, stop: the product's plan for word problems (views.WORD_PLAN)
-        default = " (the default)" if (first, second) == ("shots", "terse") else ""
+        # shots+terse, stop: the product's plan for word problems (views.WORD_PLAN); `fixed` is a data view
+        default = " (the default)" if (first, second) == ("shots", "terse") and "fixed" not in collected else ""
         rules[f"{first}+{second}, stop{default}"] = _careful(first, second, None)
         if samples in collected:
             for weight in (1.0, 2.0):
@@ -511,6 +511,9 @@ def _rules(collected: set[str]) -> dict[str, Rule]:
             for n in (4, 2):
                 rules[f"charts: inline+zero, else +4 x t04n; others: fixed+zero, else +{n} x t04f"] = _by_kind(
                     charts, _careful("fixed", "zero", "t04f", n))
+    if {"fixed", "terse", "shots"} <= collected:  # the product's plan for data questions that ask for no chart
+        rules["fixed+terse, the first that worked stands, else shots (the default without a chart)"] = _first_stands(
+            "fixed", "terse", "shots", either=True)
     for second in ("zero", "terse"):  # the product's rules, with either second view
         if not {"fixed", second, "inline", "t04n"} <= collected:
             continue
