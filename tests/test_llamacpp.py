@@ -90,6 +90,50 @@ def test_interrupting_the_stream_cancels_the_request_and_the_model_stays_usable(
     assert tiny.generate(MESSAGES, GenerationOptions(max_new_tokens=4, stop_after_code=False)).text
 
 
+def test_prompts_written_at_once_stream_each_its_own_program_and_keep_their_slots(tiny):
+    """The careful method's two views at once (generate_each): a request each, decoded as one batch;
+    each streams its own text, ends at its own closing fence and keeps its prompt in its own slot."""
+    other = [{"role": "system", "content": "Write short Python. " * 20}, MESSAGES[1]]
+    options = GenerationOptions(max_new_tokens=8, temperature=0.0, code_only=True)
+    asked = [(MESSAGES, dataclasses.replace(options, cache_key="first")),
+             (other, dataclasses.replace(options, cache_key="second"))]
+    streamed: dict[int, str] = {}
+    order: list[int] = []
+
+    def on_token(index: int, text: str) -> None:
+        streamed[index] = streamed.get(index, "") + text
+        order.append(index)
+
+    replies = tiny.generate_each(asked, on_token=on_token)
+    assert len(replies) == 2 and len(tiny.last_timings) == 2
+    assert order.index(1) < len(order) - 1 - order[::-1].index(0), f"written one after the other: {order}"
+    for index, reply in enumerate(replies):
+        assert reply.text.startswith("```python\n") and reply.text.endswith("\n```"), reply.text
+        assert reply.text.startswith(streamed[index]) and 0 < reply.completion_tokens <= 8
+    assert replies[1].prompt_tokens > replies[0].prompt_tokens + 50, "each reply counts its own prompt"
+    for messages, asked_options in asked:  # each prompt is in its own slot: asked again, only its end is read
+        tiny.generate(messages, asked_options)
+        assert tiny.last_timings[0]["prompt_n"] < 5, tiny.last_timings
+    for key in ("first", "second"):
+        tiny._pinned.pop(key)  # the module's backend is shared: the next tests count its pinned slots from none
+
+
+def test_interrupting_prompts_written_at_once_cancels_them_all(tiny):
+    def interrupt(index: int, text: str) -> None:
+        raise KeyboardInterrupt
+
+    long = _sampled(1000)
+    start = time.perf_counter()
+    with pytest.raises(KeyboardInterrupt):
+        tiny.generate_each([(MESSAGES, long), (MESSAGES[1:], long)], on_token=interrupt)
+    assert time.perf_counter() - start < 5
+    deadline = time.monotonic() + 5
+    while any(t.name.startswith("pal-llamacpp") for t in threading.enumerate()) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert not any(t.name.startswith("pal-llamacpp") for t in threading.enumerate()), "no generation thread is left"
+    assert tiny.generate(MESSAGES, GenerationOptions(max_new_tokens=4, stop_after_code=False)).text
+
+
 def test_a_code_only_reply_begins_at_the_fence_and_ends_at_the_closing_one(tiny):
     streamed: dict[int, str] = {}
     options = GenerationOptions(max_new_tokens=8, temperature=1.0, seed=3, code_only=True)

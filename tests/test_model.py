@@ -26,6 +26,7 @@ from pal_jupyter.backends import (
     LlamaCppBackend,
     TransformersBackend,
     clear_model_cache,
+    generate_each,
     load_model,
     presets,
 )
@@ -172,6 +173,18 @@ def test_a_batch_streams_each_row_exactly_as_returned(tiny_backend):
     assert all(r.completion_tokens == 10 and r.seconds == rows[0].seconds for r in rows)
     again = tiny_backend.generate_many(LONG_CHAT, 4, options)
     assert [r.text for r in again] == [r.text for r in rows], "a seeded batch is reproducible"
+
+
+def test_prompts_asked_at_once_of_a_backend_that_cannot_are_written_one_after_the_other(tiny_backend):
+    """generate_each on transformers (no batch of different prompts there): the same programs as asked
+    one by one, in order, each streamed under its own request's index."""
+    options = GenerationOptions(max_new_tokens=8, temperature=0.0, stop_after_code=False)
+    asked = [(MESSAGES, options), (LONG_CHAT, options)]
+    streams: dict[int, str] = {}
+    replies = generate_each(tiny_backend, asked,
+                            on_token=lambda index, text: streams.__setitem__(index, streams.get(index, "") + text))
+    assert [r.text for r in replies] == [tiny_backend.generate(m, o).text for m, o in asked]
+    assert [streams[0], streams[1]] == [r.text for r in replies]
 
 
 def test_the_prompt_prefix_cache_changes_speed_not_text(tiny_model_dir):

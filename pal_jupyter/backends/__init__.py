@@ -14,6 +14,7 @@ from .base import (
     ModelBackend,
     ScriptedBackend,
     generate_candidates,
+    generate_each,
 )
 from .huggingface import TransformersBackend
 from .llamacpp import LlamaCppBackend
@@ -23,5 +24,5 @@ from .registry import BACKENDS, choose_runtime, clear_model_cache, load_model, r
 __all__ = [
     "BACKENDS", "SAMPLE_TEMPERATURE", "ChatMessage", "Generation", "GenerationOptions", "LlamaCppBackend",
     "ModelBackend", "ScriptedBackend", "ServerBackend", "TransformersBackend", "choose_runtime", "clear_model_cache",
-    "generate_candidates", "load_model", "register_model",
+    "generate_candidates", "generate_each", "load_model", "register_model",
 ]

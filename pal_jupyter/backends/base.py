@@ -133,8 +133,9 @@ class ModelBackend(Protocol):
     A backend may also offer ``generate_many(messages, n, options, on_token)`` returning ``n``
     completions drawn in one batch (``on_token`` then receives ``(row, text)``);
     :func:`generate_candidates` uses it when present and falls back to ``n`` calls of
-    ``generate`` otherwise. :class:`BatchingBackend` gives every attribute below a default, so a
-    backend of one's own subclasses it and writes ``generate_many``.
+    ``generate`` otherwise. Likewise ``generate_each(requests, on_token)``: one completion of each
+    of several prompts, written at once (:func:`generate_each`). :class:`BatchingBackend` gives every
+    attribute below a default, so a backend of one's own subclasses it and writes ``generate_many``.
     """
 
     name: str  # how the user called the model
@@ -177,6 +178,21 @@ def generate_candidates(
         callback = (lambda text, row=row: on_token(row, text)) if on_token else None
         results.append(backend.generate(messages, row_options, callback))
     return results
+
+
+def generate_each(
+    backend: ModelBackend,
+    requests: Sequence[tuple[Sequence[ChatMessage], GenerationOptions]],
+    on_token: RowTokenCallback | None = None,
+) -> list[Generation]:
+    """One completion of each prompt (``on_token`` receives ``(request, text)``): written at once when
+    the backend can (its ``generate_each``: llama.cpp decodes them as one batch), else one after the other."""
+    each = getattr(backend, "generate_each", None)
+    if each is not None:
+        return list(each(requests, on_token))
+    return [generate_candidates(backend, messages, 1, options,
+                                (lambda _row, text, index=index: on_token(index, text)) if on_token else None)[0]
+            for index, (messages, options) in enumerate(requests)]
 
 
 class BatchingBackend:

@@ -24,7 +24,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
-from ..backends import Generation, GenerationOptions, ModelBackend, generate_candidates
+from ..backends import Generation, GenerationOptions, ModelBackend, generate_candidates, generate_each
 from ..errors import EmptyQuestionError, KernelError, NoCodeError, PalError
 from ..kernels import ExecutionResult, ExecutorLimits, KernelPool, pickling_problem
 from .. import prompts
@@ -267,8 +267,8 @@ def _vote_round(session: Session, round_: _Round, index: int, messages: list[dic
 
 def _careful_round(session: Session, round_: _Round, index: int, messages: list[dict[str, str]],
                    notebook_text: str | None, style: str | None, repair_key: str | None = None) -> list[Program]:
-    """A round of the careful method (:mod:`.views`). The first: two independent greedy views (each
-    program run as soon as it is written); when they do not agree, the answer of the first view whose
+    """A round of the careful method (:mod:`.views`). The first: two independent greedy views (written
+    at once, then run); when they do not agree, the answer of the first view whose
     program worked stands if the plan says so; else the plan's third view writes a greedy program (a
     question about data: the idioms most like it) and, when the plan samples, ``samples`` programs
     sampled from its prompt (else the first view's) join the vote. A repair round: one greedy
@@ -279,11 +279,8 @@ def _careful_round(session: Session, round_: _Round, index: int, messages: list[
         session.vote = take_vote(candidates)
         return candidates
     plan = views.plan_for(session.question, round_.variables, style)
-    candidates: list[Program] = []
-    for view in plan.views:  # one after the other: the first answer shows early
-        program = _write_view(session, round_, view, len(candidates) + 1, len(plan.views), notebook_text)
-        candidates.append(program)
-        session.programs.append(program)
+    candidates = _write_views(session, round_, plan.views, 0, notebook_text)
+    session.programs.extend(candidates)
     # Without samples a tie goes to the first view, each plan's best alone; a vote of samples (a chart's)
     # to the shortest program, as measured (docs/benchmarks.md).
     preferred = candidates[0].sample if not plan.sampled else None
@@ -307,7 +304,7 @@ def _careful_round(session: Session, round_: _Round, index: int, messages: list[
         round_.observer.more_programs(session, vote, more)
     sampled_from, source = candidates[0], plan.first
     if plan.then is not None:
-        sampled_from = _write_view(session, round_, plan.then, len(candidates) + 1, len(candidates) + 1, notebook_text)
+        sampled_from, = _write_views(session, round_, [plan.then], len(candidates), notebook_text)
         source = plan.then
         _join_round(session, round_, candidates, [sampled_from], None, preferred=preferred)
     if samples:
@@ -317,15 +314,20 @@ def _careful_round(session: Session, round_: _Round, index: int, messages: list[
     return candidates
 
 
-def _write_view(session: Session, round_: _Round, view: views.View, sample: int, samples: int,
-                notebook_text: str | None) -> Program:
-    """The program of one greedy view, written and run (program ``sample`` of ``samples`` so far)."""
-    program = Program(index=1, kind="initial", messages=views.view_messages(view, session.question, round_.variables,
-                                                                            notebook_text),
-                      sample=sample, samples=samples, view=view.name, cache_key=view.cache_key_for(round_.variables))
-    round_.observer.program_started(program)
-    round_.write(program, session.question)
-    return program
+def _write_views(session: Session, round_: _Round, chosen: Sequence[views.View], drawn: int,
+                 notebook_text: str | None) -> list[Program]:
+    """The programs of the ``chosen`` greedy views, written at once (llama.cpp decodes them as one batch:
+    two views take less time than one after the other) and run; numbered after the ``drawn`` ones."""
+    samples = drawn + len(chosen)
+    programs = [Program(index=1, kind="initial", messages=views.view_messages(view, session.question, round_.variables,
+                                                                              notebook_text),
+                        sample=drawn + number, samples=samples, view=view.name,
+                        cache_key=view.cache_key_for(round_.variables))
+                for number, view in enumerate(chosen, start=1)]
+    for program in programs:
+        round_.observer.program_started(program)
+    round_.write(programs, session.question)
+    return programs
 
 
 def _more_programs(session: Session, round_: _Round, messages: list[dict[str, str]], candidates: list[Program],
@@ -475,14 +477,18 @@ class _Round:
         self._complete(programs, question)
         return programs
 
-    def write(self, program: Program, question: str) -> None:
-        """Write ``program`` greedily, code only (a careful view: its ``messages`` and ``cache_key``, the
-        llama.cpp slot its prompt is kept in, are set), and run it as soon as it is written."""
-        options = dataclasses.replace(self._options(greedy=True), code_only=True, cache_key=program.cache_key)
-        reply = generate_candidates(self.backend, program.messages, 1, options,
-                                    on_token=lambda _row, text: self.observer.token(program, text))[0]
-        self._read_reply(program, reply)
-        self._complete([program], question)
+    def write(self, programs: Sequence[Program], question: str) -> None:
+        """Write the ``programs`` greedily, code only, each from its own prompt (careful views: their
+        ``messages`` and ``cache_key``, the llama.cpp slot each prompt is kept in, are set), all at once,
+        and run them. Each is checked alone, as a view of its own."""
+        options = dataclasses.replace(self._options(greedy=True), code_only=True)
+        requests = [(program.messages, dataclasses.replace(options, cache_key=program.cache_key))
+                    for program in programs]
+        replies = generate_each(self.backend, requests,
+                                on_token=lambda index, text: self.observer.token(programs[index], text))
+        for program, reply in zip(programs, replies):
+            self._read_reply(program, reply)
+        self._complete(list(programs), question, alone=True)
 
     def write_words(self, session: Session, notebook_text: str | None) -> str:
         """The question worked out in words, greedily (:mod:`.reasoning`), streamed to the observer; in the
@@ -494,13 +500,15 @@ class _Round:
         return generate_candidates(self.backend, asked, 1, options,
                                    on_token=lambda _row, text: self.observer.reasoning_token(session, text))[0].text
 
-    def _complete(self, programs: list[Program], question: str) -> None:
+    def _complete(self, programs: list[Program], question: str, alone: bool = False) -> None:
         """Run the ``programs``, read what they answered, check the answers against the
-        ``question`` (``off_target``) and write their feedback."""
+        ``question`` (``off_target``; ``alone``: each program by itself, not seen with the others) and
+        write their feedback."""
         self._execute([a for a in programs if a.code is not None and a.refusal is None])
         for program in programs:
             program.program_answer = read_answer(program.execution)
-        self.check(programs, question)
+        for checked in ([program] for program in programs) if alone else [programs]:
+            self.check(checked, question)
         for program in programs:
             self.observer.program_finished(program)
 

@@ -14,7 +14,9 @@ other's worked examples (a :class:`Plan`):
   sure, unless only the other one worked; nothing more is written.
 
 Programs are written code-only (the reply begins with the code fence and ends at the closing one:
-no token spent on words around it) and each runs as soon as it is written. When the two views give
+no token spent on words around it). The two views are written at once, each in its own llama.cpp
+slot, which decodes them as one batch (on 2 cores two rows take less time than one after the other),
+and their programs run together as soon as both are written. When the two views give
 the same answer, the question is done and the answer is shown as sure. When they disagree, a
 word problem stops there (above); a question about data keeps the answer of the first view whose
 program worked (shown as not sure):
