@@ -290,7 +290,6 @@ class LlamaCppBackend(BatchingBackend):
         any exception every request is cancelled, which llama.cpp honours at its next step. A request
         whose programs are all complete is cancelled by itself (chatter after the code).
         """
-        cancel = threading.Event()
 
         def run(put: Callable[[Any], None], cancelled: Callable[[], bool]) -> None:
             def send(index: int) -> None:
@@ -313,7 +312,7 @@ class LlamaCppBackend(BatchingBackend):
 
         start = time.perf_counter()
         # Not waited for once cancelled: the workers end at llama.cpp's next step; they hold no lock of ours.
-        with closing(stream_from_worker(run, name="pal-llamacpp", cancel=cancel)) as chunks:
+        with closing(stream_from_worker(run, name="pal-llamacpp")) as chunks:
             for index, chunk in chunks:
                 if isinstance(chunk, BaseException):
                     raise chunk
