@@ -443,3 +443,25 @@ def test_a_kernel_whose_parent_is_gone_before_it_starts_ends_by_itself(tmp_path:
     # The keeper killed its kernel as it went: nothing with this connection file is left.
     wait_until(lambda: not [p for p in psutil.process_iter(["cmdline"]) if str(tmp_path) in " ".join(p.info["cmdline"] or [])],
                timeout=5, what="the kernel to be gone")
+
+
+def test_a_process_that_used_kernels_leaves_no_event_loop_open_at_its_exit() -> None:
+    """jupyter_client's blocking calls make an asyncio loop per thread that nobody closes; a pool's
+    starter thread's loop outlived it (a kernel manager keeps a future of it), and a loop left to the
+    interpreter's exit could be finalised after its own sockets: a traceback ("Exception ignored in:
+    BaseEventLoop.__del__ ... Invalid file descriptor: -1") at the end of `pal-jupyter ask`. The
+    starters close theirs; the command line closes its main thread's (as cli.main does)."""
+    script = textwrap.dedent("""
+        import asyncio, gc
+        from pal_jupyter.kernels import KernelPool, close_thread_loop
+        with KernelPool() as pool:
+            pool.run_many([("print(1)", {}), ("print(2)", {})])
+        close_thread_loop()
+        # no gc.collect(): what is left for the interpreter's exit to finalise
+        print(sum(isinstance(o, asyncio.AbstractEventLoop) and not o.is_closed() for o in gc.get_objects()))
+    """)
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=120,
+                          env={**os.environ, "PYTHONPATH": str(ROOT)})
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == "0", "event loops left open"
+    assert "Exception ignored" not in done.stderr, done.stderr

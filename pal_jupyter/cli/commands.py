@@ -22,7 +22,7 @@ from ..engine.options import OPTIONS, Settings
 from ..engine.records import to_jsonable
 from ..engine.trace import TraceWriter, default_trace_path
 from ..errors import EmptyQuestionError, PalError, unexpected_error_message
-from ..kernels import KernelPool
+from ..kernels import KernelPool, close_thread_loop
 
 log = logging.getLogger("pal_jupyter")
 
@@ -492,6 +492,8 @@ def main(argv: list[str] | None = None) -> int:
     except Exception as exc:  # the error boundary: one line, the traceback in a file
         print(f"pal-jupyter: {unexpected_error_message(exc)}", file=sys.stderr)
         return 70
+    finally:  # this process owns its main thread's loop: closed now, not by the interpreter's exit
+        close_thread_loop()
 
 
 if __name__ == "__main__":

@@ -10,11 +10,11 @@ entry point.
 """
 
 from .charts import Chart, Series
-from .kernel import ChildKernel
+from .kernel import ChildKernel, close_thread_loop
 from .limits import ExecutorLimits
 from .pool import KernelPool, sweep_leftovers
 from .results import ErrorInfo, ExecutionResult, StopReason
 from .transfer import pickling_problem
 
 __all__ = ["Chart", "ChildKernel", "ErrorInfo", "ExecutionResult", "ExecutorLimits", "KernelPool", "Series", "StopReason",
-           "pickling_problem", "sweep_leftovers"]
+           "close_thread_loop", "pickling_problem", "sweep_leftovers"]

@@ -13,6 +13,7 @@ kernel's process group, and removes its folders.
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import os
 import re
@@ -46,6 +47,23 @@ logger = logging.getLogger(__name__)
 
 POLL_S = 0.1  # iopub poll timeout; also how often the kernel process is checked
 SETUP_TIMEOUT_S = 10.0  # for small silent executes (variable loading)
+
+
+def close_thread_loop() -> None:
+    """Close the asyncio loop that jupyter_client's blocking calls made for this thread, unless it is
+    running (jupyter_core makes one per thread and never closes it). Call it where the thread's work
+    with kernels is over: a kernel manager keeps a future of the loop it started in, so such a loop
+    outlived its thread, and one left to the interpreter's exit could be finalised after its own
+    sockets ("Exception ignored in: BaseEventLoop.__del__ ... Invalid file descriptor: -1" at the end
+    of a fresh ``make demo``, twice). Never in a thread whose loop is someone else's (a Jupyter kernel's)."""
+    try:
+        loop = asyncio.get_event_loop_policy().get_event_loop()
+    except RuntimeError:  # this thread has none
+        return
+    if loop.is_running():
+        return
+    loop.close()
+    asyncio.set_event_loop(None)
 
 
 class ChildKernel:
@@ -165,6 +183,7 @@ class ChildKernel:
             except BaseException as exc:  # re-raised in the starting thread
                 failure.append(exc)
             finally:
+                close_thread_loop()  # this thread only waits from here on
                 launched.set()
             if not failure:
                 self._shut.wait()

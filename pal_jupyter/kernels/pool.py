@@ -20,7 +20,7 @@ from typing import Any
 from ..errors import KernelError
 from ..streaming import stream_from_worker
 from . import cgroups
-from .kernel import ChildKernel
+from .kernel import ChildKernel, close_thread_loop
 from .limits import ExecutorLimits
 from .outputs import IndexedOutputCallback, OutputCallback
 from .processes import pid_alive
@@ -124,6 +124,7 @@ class KernelPool:
             self._cond.notify_all()
         if kernel is not None:  # the pool closed while it was starting
             kernel.shutdown()
+        close_thread_loop()  # this thread ends here
 
     # -- public API --------------------------------------------------------------------------
 
@@ -211,6 +212,8 @@ class KernelPool:
                         self._live.discard(kernel)
             except KernelError as exc:
                 results[index] = exc
+            finally:
+                close_thread_loop()  # this thread ends here
 
         def run_all(put: Callable[[tuple[int, dict[str, Any]]], None], _cancelled: Callable[[], bool]) -> None:
             # One thread per program, so they run at once; the stream's own worker waits for them all.
