@@ -165,8 +165,7 @@ class LlamaCppBackend(BatchingBackend):
         streams them."""
         if n < 1:
             raise ValueError("n must be at least 1")
-        if n > self.slots:
-            raise PalError(f"llama.cpp was started with {self.slots} slots: at most {self.slots} programs at once.")
+        self._check_slots(n)
         options = options or GenerationOptions()
         request = _Request(self._request(messages, n, options), options, n)
         return self._generate([request], on_token and (lambda _request, row, text: on_token(row, text)))
@@ -183,10 +182,14 @@ class LlamaCppBackend(BatchingBackend):
         less time than one after the other (0.168 s a step against 2 x 0.098 on an AVX2 CPU): the
         careful method's two views took 17 % less wall time written at once (docs/benchmarks.md,
         "Two views at once")."""
-        if len(requests) > self.slots:
-            raise PalError(f"llama.cpp was started with {self.slots} slots: at most {self.slots} programs at once.")
+        self._check_slots(len(requests))
         batch = [_Request(self._request(messages, 1, options), options) for messages, options in requests]
         return self._generate(batch, on_token and (lambda request, _row, text: on_token(request, text)))
+
+    def _check_slots(self, programs: int) -> None:
+        """Refuse more programs at once than llama.cpp has slots for, before any slot is taken."""
+        if programs > self.slots:
+            raise PalError(f"llama.cpp was started with {self.slots} slots: at most {self.slots} programs at once.")
 
     def _generate(self, requests: list[_Request],
                   on_token: Callable[[int, int, str], None] | None) -> list[Generation]:
