@@ -26,6 +26,10 @@ resumes). The views:
   data, then the two idioms most like the question in the question's own turn (``data-inline``);
   asked on the ``fixed`` view's cache key, after it (for a chart question, before it), as the
   product does: it prefills only the idioms and the question;
+* ``fix`` (data questions): where the ``fixed`` program failed (checked alone, as the product checks
+  a view), the product's repair of it, greedily, in its conversation and slot right after it (the
+  feedback, an explanation, the corrected program): collect it with ``fixed`` in a pass of its own
+  (``--views fixed,fix``);
 * ``words`` (word problems): the step-by-step answer in words after three worked examples, as the
   product asks it (:mod:`pal_jupyter.prompts.words`); ``reasoned``: the program written after it;
 * ``t07``: 5 programs sampled at temperature 0.7 from the worked-examples prompt, as the product
@@ -123,7 +127,31 @@ def _ask(backend: Any, messages: list[dict[str, str]], n: int, options: Generati
     return view
 
 
-VIEWS = ("plain", "zero", "terse", "shots", "fixed", "inline", "words", "reasoned", "t07", "t04", "t04f", "t04n")
+def _repair(backend: Any, pool: KernelPool, view: dict[str, Any], messages: list[dict[str, str]], question: str,
+            variables: dict[str, Any], key: str) -> dict[str, Any] | None:
+    """The product's repair of ``view``'s program when it failed (checked alone, as the careful method
+    checks a view): its conversation continued with what running it gave, in its own slot, right after
+    it (llama.cpp's cache holds the prompt and the reply: only the feedback is read), written greedily
+    with the explanation first, as the product asks it. None when the program worked."""
+    program = view["programs"][0]
+    failed = Program(index=1, kind="initial", messages=messages, code=program.get("code"))
+    if failed.code is not None:  # run again for the whole traceback (the record keeps only its last line)
+        failed.execution = pool.run(failed.code, variables)
+        failed.program_answer = read_answer(failed.execution)
+    mark_off_target([failed], question, named_values(question, variables))
+    if failed.execution is not None and failed.good:
+        return None
+    feedback = (prompts.execution_feedback(failed.execution, failed.correct, failed.code, off_target=failed.off_target)
+                if failed.execution is not None else "No Python code block was found in the reply.")
+    asked = prompts.follow_up_messages(messages, program["reply"], feedback)
+    fix = _ask(backend, asked, 1, GenerationOptions(max_new_tokens=MAX_TOKENS, temperature=0.0), pool, variables,
+               key=key)
+    fix["feedback"] = feedback
+    return fix
+
+
+VIEWS = ("plain", "zero", "terse", "shots", "fixed", "inline", "fix", "words", "reasoned", "t07", "t04", "t04f",
+         "t04n")
 
 
 def collect_question(backend: Any, pool: KernelPool, row: dict[str, Any], seed: int,
@@ -156,6 +184,10 @@ def collect_question(backend: Any, pool: KernelPool, row: dict[str, Any], seed: 
     for name, messages in ((("inline", inline), ("fixed", fixed)) if chart else (("fixed", fixed), ("inline", inline))):
         if data and name in wanted:
             views[name] = _ask(backend, messages, 1, code, pool, variables, key=fixed_key)
+    if data and "fix" in wanted and "fixed" in views:
+        fix = _repair(backend, pool, views["fixed"], fixed, question, variables, fixed_key)
+        if fix is not None:
+            views["fix"] = fix
     if not data and "words" in wanted:  # in the programs' slot, after them: only its opening is read
         words = _ask(backend, reasoning.words_messages(question), 1,
                      GenerationOptions(max_new_tokens=reasoning.WORDS_TOKENS, temperature=0.0,
@@ -433,6 +465,31 @@ def _first_stands(first: str, second: str, third: str | None, escalate: str | No
     return rule
 
 
+def _then_each(first: str, second: str, later: Sequence[str]) -> Rule:
+    """Two greedy views; when they agree, done and sure; when they do not, the first of them that
+    worked stands (not sure). When neither worked, each of the ``later`` views in turn, until one
+    works (its answer stands, not sure). ``fix``, the repair of the first view's program, is collected
+    only where that program failed: where it is missing the first view worked, and the rule never
+    reaches it."""
+    def rule(views: dict[str, list[Candidate]], record: dict[str, Any]) -> tuple[Any, bool, list[str]]:
+        pair = views[first][:1] + views[second][:1]
+        winner, weight, _ = _vote(pair)
+        if winner is not None and weight >= 2:
+            return winner, True, [first, second]
+        used = [first, second]
+        standing = _first_good(pair)
+        for view in later:
+            if standing is not None:
+                break
+            if view not in views:
+                MISSING_SAMPLES.add(record["i"])
+                break
+            used.append(view)
+            standing = _first_good(views[view][:1])
+        return standing, False, used
+    return rule
+
+
 def _by_kind(charts: Rule, others: Rule) -> Rule:
     """One rule for questions that ask for a chart, another for the rest (as the product plans them)."""
     def rule(views: dict[str, list[Candidate]], record: dict[str, Any]) -> tuple[Any, bool, list[str]]:
@@ -536,6 +593,14 @@ def _rules(collected: set[str]) -> dict[str, Rule]:
                 charts, _first_stands("fixed", second, "shots"))
             rules[f"{head}, the first that worked stands, else shots"] = _by_kind(
                 charts, _first_stands("fixed", second, "shots", either=True))
+    if {"fixed", "terse", "fix"} <= collected:  # the first view's repair before (or instead of) a third view
+        rules["fixed+terse, the first that worked stands, else fixed's repair"] = _then_each("fixed", "terse", ["fix"])
+        for third in ("shots", "inline"):
+            if third in collected:
+                rules[f"fixed+terse, the first that worked stands, else fixed's repair, else {third}"] = _then_each(
+                    "fixed", "terse", ["fix", third])
+                rules[f"fixed+terse, the first that worked stands, else {third}, else fixed's repair"] = _then_each(
+                    "fixed", "terse", [third, "fix"])
     if {"shots", "terse", "words"} <= collected:
         rules["shots+terse, else words decide"] = _tiebreak("shots", "terse", "words", None)
         rules["shots+words, else terse decides"] = _tiebreak("shots", "words", "terse", None)
@@ -573,8 +638,9 @@ def score(paths: Sequence[str], rates: dict[str, Any] | None = None) -> None:
         print(f"{'rule':<58} {'right':>9} {'s mean':>7} {'median':>7} {'p90':>6} {'tokens':>7} {'sure':>5} {'sure right':>10}")
         candidates = [(r, _candidates(r, frames)) for r in chosen]
         every = set.intersection(*(set(r["views"]) for r in chosen))
-        sampled = {v for r in chosen for v in r["views"] if v in SAMPLED_FROM}
-        for name, rule in _rules(every | sampled).items():
+        # views collected only where a rule can want them (samples, a repair): collected if any question has them
+        conditional = {v for r in chosen for v in r["views"] if v in SAMPLED_FROM or v == "fix"}
+        for name, rule in _rules(every | conditional).items():
             right, seconds, tokens, sure, sure_right = 0, [], [], 0, 0
             MISSING_SAMPLES.clear()
             for record, views in candidates:

@@ -203,3 +203,24 @@ def test_a_month_the_question_names_must_be_selected(pool):
     session = solve(question, model=model, executor=pool, variables={"orders": orders}, samples=4)
     assert session.programs[0].error_type == "IgnoresFilter" and "March 2024" in session.programs[0].off_target
     assert session.answer == "50.0"
+
+
+@pytest.mark.parametrize("plan", [views.WORD_PLAN, views.DATA_PLAN, views.CHART_PLAN])
+def test_what_a_view_keeps_between_sessions_is_the_packaged_prompt_alone(plan):
+    """A view's shared start (kept on disk by llama.cpp) is the same for every question and every set of
+    data, holds neither of them, and is one start for all the data views (one kept copy serves them)."""
+    asked = [("What is 17 times 23?", None),
+             ("How many orders in the East? The secret is zebra.", {"sales": pd.DataFrame({"region": ["East"]})}),
+             ("Which city is warmest?", {"weather": pd.DataFrame({"city": ["Lima"], "temp_c": [21.5]})})]
+    for view in (plan.first, plan.second, plan.then):
+        if view is None or not view.shared_messages:
+            continue
+        starts = [views.view_messages(view, question, data, None)[:view.shared_messages] for question, data in asked]
+        assert starts[0] == starts[1] == starts[2]
+        assert not any(word in str(starts[0]) for word in ("zebra", "17 times 23", "weather", "sales"))
+    fixed_start = views.view_messages(views.DATA_FIXED, "Q?", {"t": pd.DataFrame({"a": [1]})}, None)
+    for view in (views.DATA_IDIOMS, views.CHART_IDIOMS):
+        assert view.shared_messages == views.DATA_FIXED.shared_messages > 1
+        assert views.view_messages(view, "Q?", {"t": pd.DataFrame({"a": [1]})}, None)[:view.shared_messages] \
+            == fixed_start[:view.shared_messages]
+    assert views.SHOTS.shared_messages > 1 and views.ZERO.shared_messages == views.DATA_ZERO.shared_messages == 0

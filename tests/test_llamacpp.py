@@ -23,6 +23,7 @@ from pal_jupyter.backends import (
     clear_model_cache,
     load_model,
 )
+from pal_jupyter.backends.llamacpp import load_llamacpp
 from pal_jupyter.backends.gguf_file import read_gguf_info
 from pal_jupyter.errors import ModelLoadError, PalError
 from tiny_model import build_tiny_gguf
@@ -227,15 +228,46 @@ def test_a_slot_per_set_of_data_keeps_each_datas_description(tiny):
     assert not [name for name in os.listdir(tiny._socket_dir) if name.endswith(".bin")]  # no copy is kept
 
 
+def test_a_prompt_start_every_question_shares_is_kept_for_the_next_session(tiny_gguf, isolated_cache):
+    """The system message and fixed worked examples (``shared_messages``) are read once, by the first
+    session ever, and kept on disk: a later session's first question reads only what follows them.
+    The user's question is never part of what is kept; a backend that keeps nothing reads it all."""
+    shared = [{"role": "system", "content": "Write Python. " + "Worked example. " * 60},
+              {"role": "user", "content": "Example question: " + "one two three " * 20},
+              {"role": "assistant", "content": "```python\nprint(1)\n```"}]
+    options = GenerationOptions(max_new_tokens=2, temperature=0.0, stop_after_code=False, cache_key="data:a",
+                                shared_messages=len(shared))
+
+    def first_question(backend: LlamaCppBackend, text: str) -> dict[str, float]:
+        try:
+            backend.generate(shared + [{"role": "user", "content": text}], options)
+            return backend.last_timings[0]
+        finally:
+            backend.close()
+
+    first = load_llamacpp(tiny_gguf, "tiny")
+    assert first.kept_dir is not None and str(first.kept_dir).startswith(str(isolated_cache))
+    read = first_question(first, "Question: the secret word is zebra?")
+    assert read["cache_n"] > 1000 and read["prompt_n"] < 60, read  # the shared start was read just before
+    kept = list(first.kept_dir.glob("prompt-*.bin"))
+    assert len(kept) == 1 and kept[0].stat().st_size > 0
+    later = first_question(load_llamacpp(tiny_gguf, "tiny"), "Question: another one?")
+    assert later["cache_n"] > 1000 and later["prompt_n"] < 60, later  # restored from the kept copy
+    unkept = load_llamacpp(tiny_gguf, "tiny")
+    unkept.kept_dir = None
+    assert first_question(unkept, "Question: another one?")["prompt_n"] > 1000
+    assert list(first.kept_dir.glob("*")) == kept, "one copy, no partial file left"
+
+
 def test_cache_keys_beyond_the_pinned_slots_take_the_least_recent_ones_slot(tiny):
     backend = dataclasses.replace(tiny, _pinned={}, _socket_dir="")  # the slot table alone (no family: no copy)
     pinned = backend.slots // 2
-    slots = {f"k{i}": backend._slot_for(f"k{i}") for i in range(pinned)}
+    slots = {f"k{i}": backend._slot_for(f"k{i}")[0] for i in range(pinned)}
     assert sorted(slots.values()) == list(range(backend.slots - pinned, backend.slots))
-    assert backend._slot_for("k0") == slots["k0"]  # asked again: now the most recent
-    assert backend._slot_for("new") == slots["k1"]  # k1 was asked least recently
-    assert backend._slot_for("k0") == slots["k0"] and backend._slot_for("k2") == slots["k2"]
-    assert backend._slot_for(None) is None
+    assert backend._slot_for("k0") == (slots["k0"], False)  # asked again: now the most recent
+    assert backend._slot_for("new") == (slots["k1"], True)  # k1 was asked least recently
+    assert backend._slot_for("k0")[0] == slots["k0"] and backend._slot_for("k2")[0] == slots["k2"]
+    assert backend._slot_for(None) == (None, False)
 
 
 def test_more_programs_than_slots_is_one_clear_error(tiny):

@@ -61,6 +61,10 @@ class GenerationOptions:
     # out the part they share: each of the careful method's views names itself. None: anywhere. A key
     # "family:member" whose slot is new starts from a copy of its family's last slot (llama.cpp).
     cache_key: str | None = None
+    # How many leading messages (the system message, fixed worked examples) every prompt asked this way
+    # shares, whatever the question: a backend that can keep their prompt cache on disk (llama.cpp)
+    # reads it from there in a later session, instead of reading those messages again. 0: none.
+    shared_messages: int = 0
 
     def temperature_for(self, samples: int) -> float:
         """The temperature to use when drawing ``samples`` completions of one prompt."""

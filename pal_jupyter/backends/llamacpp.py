@@ -13,7 +13,9 @@ waits for chatter after the code. Different prompts (the careful method's views)
 at once (:meth:`LlamaCppBackend.generate_each`), each in its own slot, and their rows are decoded as
 one batch too. The prompt's cache stays in its slot, and a RAM cache of recent
 prompts (:data:`PROMPT_CACHE_MIB`) keeps the fixed part (system message, worked examples) across
-repair prompts and questions: only what is new is prefilled.
+repair prompts and questions: only what is new is prefilled. The start every question of a kind
+shares (system message, fixed worked examples) is kept on disk after the first session ever reads it
+(:meth:`LlamaCppBackend._start_from_kept`), so a new session's first question reads only the rest.
 
 llama.cpp's server always listens for HTTP too. It is bound to a Unix socket in a private folder
 (mode 0700) and guarded by a random key, so nothing else on the machine can use it.
@@ -21,6 +23,7 @@ llama.cpp's server always listens for HTTP too. It is bound to a Unix socket in 
 
 from __future__ import annotations
 
+import hashlib
 import http.client
 import json
 import logging
@@ -42,6 +45,7 @@ from ..streaming import stream_from_worker
 from .base import (CODE_CLOSING, CODE_OPENING, BatchingBackend, ChatMessage, Generation, GenerationOptions,
                    RowTokenCallback, closed_code, code_prefilled, row_is_done)
 from .gguf_file import GgufInfo, read_gguf_info
+from .presets import cache_dir
 
 log = logging.getLogger(__name__)
 
@@ -57,6 +61,9 @@ CONTEXT = 16384
 #: RAM for llama.cpp's cache of earlier prompts' key/value states (a 600-token prompt of the
 #: default model is about 17 MB).
 PROMPT_CACHE_MIB = 256
+#: Kept prompt starts (:meth:`LlamaCppBackend._start_from_kept`) per model: the newest are kept, the
+#: others removed (one is ~47 MB for the data questions' ~1,600 tokens of fixed examples).
+KEPT_PROMPTS = 6
 #: Prompt tokens prefilled per step. Progress is reported after each step, which is also when a
 #: cancelled request stops, so this bounds how long Ctrl-C waits during a long prefill.
 PREFILL_BATCH = 256
@@ -144,6 +151,8 @@ class LlamaCppBackend(BatchingBackend):
     _socket_dir: str = field(default="", repr=False)
     _api_key: str = field(default="", repr=False)  # what llama.cpp's socket asks of a request
     _pinned: dict[str, int] = field(default_factory=dict, repr=False)  # cache key -> its slot, least recent first
+    # Where the caches of prompt starts shared by every question are kept between sessions (None: not kept)
+    kept_dir: Path | None = field(default=None, repr=False)
 
     @property
     def dtype(self) -> str:
@@ -221,12 +230,14 @@ class LlamaCppBackend(BatchingBackend):
             body.update(top_k=TOP_K, top_p=options.top_p, min_p=0.0, samplers=SAMPLERS)
         if options.seed is not None:
             body["seed"] = options.seed
-        slot = self._slot_for(options.cache_key)
+        slot, new = self._slot_for(options.cache_key)
         if slot is not None:
             body["id_slot"] = slot
+        if slot is not None and new and options.shared_messages:
+            self._start_from_kept(slot, messages[:options.shared_messages])
         return body
 
-    def _slot_for(self, key: str | None) -> int | None:
+    def _slot_for(self, key: str | None) -> tuple[int | None, bool]:
         """The slot that prompts asked with cache ``key`` are kept in: the highest slots, one per key,
         up to half of them; once they are all taken, a new key takes the slot of the key asked least
         recently (the others are left to llama.cpp's choice). A new key named ``family:member`` starts
@@ -236,12 +247,15 @@ class LlamaCppBackend(BatchingBackend):
         so a prompt that shares only worked examples with another takes that one's slot and its cache
         (the careful method's idioms prompt took the fixed examples' slot, and the next question's
         first view prefilled ~470 tokens, not ~45). The samples of a request fill the lowest free
-        slots (and are cleared when done), so the highest are the ones that keep their cache."""
+        slots (and are cleared when done), so the highest are the ones that keep their cache.
+
+        Returns the slot (None: llama.cpp's choice) and whether it starts empty for this key (neither
+        asked with it before nor copied from its family)."""
         if key is None:
-            return None
+            return None, False
         if key in self._pinned:
             self._pinned[key] = self._pinned.pop(key)  # now the most recently asked
-            return self._pinned[key]
+            return self._pinned[key], False
         if len(self._pinned) < self.slots // 2:
             slot = self.slots - 1 - len(self._pinned)
         else:
@@ -251,7 +265,59 @@ class LlamaCppBackend(BatchingBackend):
         self._pinned[key] = slot
         if siblings:
             self._copy_slot(siblings[-1], slot)  # the family's most recently asked
-        return slot
+        return slot, not siblings
+
+    def _start_from_kept(self, slot: int, shared: Sequence[ChatMessage]) -> None:
+        """Start an empty ``slot`` with the cache of the ``shared`` messages (the start every question
+        asked this way has: system message, fixed worked examples), kept on disk per model: restored
+        when an earlier session kept it, else read now and kept for the sessions after.
+
+        Why: the data questions' fixed examples are ~1,600 tokens, which made the first question of
+        every session ~90 s longer on a 2-core AVX2 CPU (~27 s on a Xeon's) before its data was read; a
+        kept copy is restored in ~0.03 s. Only the packaged prompts are kept, never the user's data or
+        question (they come after the shared messages). Whatever fails costs only that: the prompt is
+        read as it would have been."""
+        if self.kept_dir is None:
+            return
+        digest = hashlib.sha256(json.dumps(list(shared), sort_keys=True).encode()).hexdigest()[:24]
+        kept = self.kept_dir / f"prompt-{digest}.bin"
+        name = f"kept-{digest}.bin"  # llama.cpp reads and writes slot files only in its own folder
+        here = os.path.join(self._socket_dir, name)
+        try:
+            if kept.is_file():
+                self._restore_kept(slot, kept, name)
+            else:
+                self._keep(slot, shared, kept, name)
+        except (OSError, PalError) as exc:
+            log.debug("Prompt start not kept for slot %d (%s); it is read afresh.", slot, exc)
+        finally:
+            with suppress(OSError):
+                os.remove(here)
+
+    def _restore_kept(self, slot: int, kept: Path, name: str) -> None:
+        shutil.copyfile(kept, os.path.join(self._socket_dir, name))
+        try:
+            self._slot_action(slot, "restore", name)
+        except PalError as exc:  # not a copy this llama.cpp can restore: it would fail every session
+            log.debug("Kept prompt start %s not restored (%s); removed.", kept, exc)
+            kept.unlink(missing_ok=True)
+            return
+        os.utime(kept)  # used: pruned last
+
+    def _keep(self, slot: int, shared: Sequence[ChatMessage], kept: Path, name: str) -> None:
+        options = GenerationOptions(max_new_tokens=1, temperature=0.0, stop_after_code=False)
+        body = {**self._request(shared, 1, options), "id_slot": slot}  # the last worked example's reply is continued
+        self._generate([_Request(body, options)], None)
+        try:
+            self._slot_action(slot, "save", name)
+        except PalError as exc:
+            log.debug("Prompt start not saved from slot %d (%s).", slot, exc)
+            return
+        kept.parent.mkdir(parents=True, exist_ok=True)
+        partial = kept.with_suffix(f".{os.getpid()}.partial")
+        shutil.copyfile(os.path.join(self._socket_dir, name), partial)
+        os.replace(partial, kept)  # whole or not at all, even with another session keeping it too
+        _prune(kept.parent, KEPT_PROMPTS)
 
     def _copy_slot(self, source: int, target: int) -> None:
         """Start slot ``target`` as a copy of slot ``source``'s cache (llama.cpp's slot save and
@@ -383,6 +449,23 @@ class _UnixHTTPConnection(http.client.HTTPConnection):
         self.sock.connect(self._path)
 
 
+def kept_prompts_dir(info: GgufInfo, context: int) -> Path:
+    """Where the prompt starts of this model are kept (:meth:`LlamaCppBackend._start_from_kept`): one
+    folder per model file (its path, size and time: a changed file is another model), binding version
+    and context, under the models' cache (:func:`~.presets.cache_dir`)."""
+    stat = os.stat(info.path)
+    identity = f"{os.path.realpath(info.path)}|{stat.st_size}|{stat.st_mtime_ns}|{XLLAMACPP_VERSION}|{context}"
+    return cache_dir() / "prompts" / f"{Path(info.path).stem}-{hashlib.sha256(identity.encode()).hexdigest()[:16]}"
+
+
+def _prune(folder: Path, keep: int) -> None:
+    """Remove all but the ``keep`` most recently used kept prompt starts in ``folder``."""
+    kept = sorted(folder.glob("prompt-*.bin"), key=lambda path: path.stat().st_mtime, reverse=True)
+    for old in kept[keep:]:
+        with suppress(OSError):
+            old.unlink()
+
+
 def _error_message(chunk: dict[str, Any]) -> str:
     error = chunk.get("error", chunk)
     message = error.get("message", error) if isinstance(error, dict) else error
@@ -432,4 +515,5 @@ def load_llamacpp(gguf_path: str | Path, name: str, threads: int | None = None, 
     seconds = time.perf_counter() - start
     log.info("Loaded %s with llama.cpp (%s, %d threads) in %.1f s", name, info.description, threads, seconds)
     return LlamaCppBackend(server, info, name=name, threads=threads, load_seconds=seconds, slots=slots,
-                           context=context, _socket_dir=socket_dir, _api_key=api_key)
+                           context=context, _socket_dir=socket_dir, _api_key=api_key,
+                           kept_dir=kept_prompts_dir(info, context))

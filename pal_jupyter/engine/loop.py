@@ -322,7 +322,7 @@ def _write_views(session: Session, round_: _Round, chosen: Sequence[views.View],
     programs = [Program(index=1, kind="initial", messages=views.view_messages(view, session.question, round_.variables,
                                                                               notebook_text),
                         sample=drawn + number, samples=samples, view=view.name,
-                        cache_key=view.cache_key_for(round_.variables))
+                        cache_key=view.cache_key_for(round_.variables), shared_messages=view.shared_messages)
                 for number, view in enumerate(chosen, start=1)]
     for program in programs:
         round_.observer.program_started(program)
@@ -482,7 +482,8 @@ class _Round:
         ``messages`` and ``cache_key``, the llama.cpp slot each prompt is kept in, are set), all at once,
         and run them. Each is checked alone, as a view of its own."""
         options = dataclasses.replace(self._options(greedy=True), code_only=True)
-        requests = [(program.messages, dataclasses.replace(options, cache_key=program.cache_key))
+        requests = [(program.messages, dataclasses.replace(options, cache_key=program.cache_key,
+                                                           shared_messages=program.shared_messages))
                     for program in programs]
         replies = generate_each(self.backend, requests,
                                 on_token=lambda index, text: self.observer.token(programs[index], text))

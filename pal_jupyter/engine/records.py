@@ -143,6 +143,7 @@ class Program:
     samples: int = 1  # candidates drawn in this round
     view: str | None = None  # the careful view that wrote it greedily (engine.views); None: sampled
     cache_key: str | None = None  # the prompt cache its prompt was kept in (GenerationOptions.cache_key)
+    shared_messages: int = 0  # its prompt's start that every question shares (GenerationOptions.shared_messages)
     completion: str = ""  # the model's raw reply
     code: str | None = None  # the program extracted from it (None: the reply held no code)
     explanation: str = ""  # the model's plain-language account of the previous error

@@ -81,6 +81,12 @@ class View:
     def cache_key(self) -> str:
         return self.cache or self.name
 
+    @property
+    def shared_messages(self) -> int:
+        """The leading messages of its prompt that every question shares (kept between sessions by
+        llama.cpp: ``GenerationOptions.shared_messages``)."""
+        return prompts.shared_messages(self.style)
+
     def cache_key_for(self, variables: Mapping[str, Any] | None) -> str:
         """The cache key of this view's prompt about ``variables``.
 

@@ -194,6 +194,14 @@ PROMPT_STYLES: dict[str, PromptStyle] = {
                     data_first=True),
     )
 }
+def shared_messages(style: str) -> int:
+    """How many leading messages of a prompt in ``style`` are the same whatever the question: the
+    system message and the fixed worked examples (the idioms and similar questions chosen for a
+    question come after them, the user's data and question last). 0 when no worked example is fixed."""
+    known = PROMPT_STYLES.get(style)
+    return 1 + 2 * len(known.examples) if known is not None and known.examples else 0
+
+
 #: Chosen by measurement on GSM8K train questions that are not worked examples (benchmarks/README.md).
 DEFAULT_STYLE = "chat-2shot"
 #: The careful method's word problems: its program and its words are asked in this one prompt, each
