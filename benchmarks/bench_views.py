@@ -37,6 +37,11 @@ resumes). The views:
   greedy views (the words included) disagree (no rule asks for them elsewhere; ``t04!`` collects
   them always); ``t04f``: the same from the ``fixed`` prompt, ``t04n`` from the ``inline`` prompt.
 
+The views whose prompt begins with fixed worked examples (``shots``, ``fixed``, ``inline``) start a new
+slot from the copy of that start kept on disk, as the product does in any session after the first
+(``GenerationOptions.shared_messages``): remove ``~/.cache/pal-jupyter/prompts`` first to collect
+what a machine's first session reads.
+
 Each view records its programs (code, what they printed, errors), its tokens and its seconds, so
 that ``score`` can price a rule by the views it asks for. ``score`` rebuilds each program's record
 and applies the product's own reading of answers, its off-target checks and its vote
@@ -154,6 +159,13 @@ VIEWS = ("plain", "zero", "terse", "shots", "fixed", "inline", "fix", "words", "
          "t04n")
 
 
+def _shared(options: GenerationOptions, style: str) -> GenerationOptions:
+    """``options`` for a view in ``style`` as the product asks it: its shared start (system message,
+    fixed examples) restored from the copy kept on disk when a session before kept one, as a returning
+    user's session does (``GenerationOptions.shared_messages``)."""
+    return dataclasses.replace(options, shared_messages=prompts.shared_messages(style))
+
+
 def collect_question(backend: Any, pool: KernelPool, row: dict[str, Any], seed: int,
                      wanted: Sequence[str] = VIEWS) -> dict[str, Any]:
     question, variables = question_of(row), row.get("variables") or {}
@@ -163,7 +175,7 @@ def collect_question(backend: Any, pool: KernelPool, row: dict[str, Any], seed: 
     shots = prompts.pal_messages(question, variables, style=shots_style)
     # each prompt on the cache key of the product's view that asks it
     zero_key = product_views.DATA_ZERO.name
-    shots_key = (product_views.DATA_IDIOMS if data else product_views.SHOTS).name
+    shots_key = "idioms" if data else product_views.SHOTS.name  # the slot the idioms as worked examples had
     fixed_key = product_views.DATA_FIXED.cache_key_for(variables)  # a slot per set of data, as the product
     greedy = GenerationOptions(max_new_tokens=MAX_TOKENS, temperature=0.0)
     code = GenerationOptions(max_new_tokens=MAX_TOKENS, temperature=0.0, code_only=True)
@@ -176,14 +188,15 @@ def collect_question(backend: Any, pool: KernelPool, row: dict[str, Any], seed: 
         terse = prompts.pal_messages(question, variables, style=prompts.DATA_ZERO_STYLE if data else prompts.ZERO_STYLE)
         views["terse"] = _ask(backend, terse, 1, code, pool, variables, key=zero_key)
     if "shots" in wanted:
-        views["shots"] = _ask(backend, shots, 1, code, pool, variables, key=shots_key)
+        views["shots"] = _ask(backend, shots, 1, _shared(code, shots_style), pool, variables, key=shots_key)
     fixed = prompts.pal_messages(question, variables, style=prompts.DATA_FIXED_STYLE) if data else []
-    inline = prompts.pal_messages(question, variables, style=prompts.CHART_STYLE) if data else []
+    inline = prompts.pal_messages(question, variables, style=prompts.IDIOMS_STYLE) if data else []
     chart = prompts.asks_for_chart(question)
     # the order the product asks them in: a chart question begins with the idioms, others with `fixed`
     for name, messages in ((("inline", inline), ("fixed", fixed)) if chart else (("fixed", fixed), ("inline", inline))):
         if data and name in wanted:
-            views[name] = _ask(backend, messages, 1, code, pool, variables, key=fixed_key)
+            style = prompts.DATA_FIXED_STYLE if name == "fixed" else prompts.IDIOMS_STYLE
+            views[name] = _ask(backend, messages, 1, _shared(code, style), pool, variables, key=fixed_key)
     if data and "fix" in wanted and "fixed" in views:
         fix = _repair(backend, pool, views["fixed"], fixed, question, variables, fixed_key)
         if fix is not None:
@@ -575,11 +588,11 @@ def _rules(collected: set[str]) -> dict[str, Rule]:
                 rules[f"charts: inline+zero, else +4 x t04n; others: fixed+zero, else +{n} x t04f"] = _by_kind(
                     charts, _careful("fixed", "zero", "t04f", n))
     if {"fixed", "terse", "shots"} <= collected:  # the product's plan for data questions that ask for no chart
-        rules["fixed+terse, the first that worked stands, else shots (the default without a chart)"] = _first_stands(
+        rules["fixed+terse, the first that worked stands, else shots"] = _first_stands(
             "fixed", "terse", "shots", either=True)
     if {"fixed", "terse", "inline"} <= collected:
-        rules["fixed+terse, the first that worked stands, else inline"] = _first_stands("fixed", "terse", "inline",
-                                                                                         either=True)
+        rules["fixed+terse, the first that worked stands, else inline (the default without a chart)"] = _first_stands(
+            "fixed", "terse", "inline", either=True)
     for second in ("zero", "terse"):  # the product's rules, with either second view
         if not {"fixed", second, "inline", "t04n"} <= collected:
             continue

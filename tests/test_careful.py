@@ -133,10 +133,11 @@ def test_a_data_question_whose_two_views_fail_asks_the_idioms_and_no_samples(poo
                              right])
     session = solve(question, model=model, executor=pool, variables={"sales": sales}, samples=4)
     assert model.batch_sizes == [1, 1, 1]  # the idioms' program; data questions draw no samples
-    idioms = prompts.pal_messages(question, {"sales": sales}, style=prompts.DATA_STYLE)
+    idioms = prompts.pal_messages(question, {"sales": sales}, style=prompts.IDIOMS_STYLE)  # after the data
     assert model.calls[2] == idioms and model.options[2].temperature_for(1) == 0
-    # a llama.cpp slot each; the fixed examples' one per set of data (views.View.cache_key_for)
-    assert [o.cache_key for o in model.options] == ["data:sales", "zero", "idioms"]
+    # a llama.cpp slot each, the fixed examples' one per set of data (views.View.cache_key_for); the idioms,
+    # placed after the data, in the fixed examples' slot: they read only themselves and the question
+    assert [o.cache_key for o in model.options] == ["data:sales", "zero", "data:sales"]
     assert [a.view for a in session.programs] == ["fixed", "zero", "idioms"]
     assert [a.sample for a in session.programs] == [1, 2, 3] and {a.samples for a in session.programs} == {3}
     assert [a.execution.error.ename for a in session.programs[:2]] == ["KeyError", "ValueError"]
@@ -150,7 +151,7 @@ def test_a_chart_question_is_asked_with_idioms_first(pool):
     code = fenced("totals = sales.groupby('region')['units'].sum()\nprint(totals)\ntotals.plot.bar()")
     model = ScriptedBackend([code, code])
     solve(question, model=model, executor=pool, variables={"sales": sales})
-    idioms = prompts.pal_messages(question, {"sales": sales}, style=prompts.CHART_STYLE)
+    idioms = prompts.pal_messages(question, {"sales": sales}, style=prompts.IDIOMS_STYLE)
     assert model.calls[0] == idioms
     assert model.calls[1] == prompts.pal_messages(question, {"sales": sales}, style=prompts.DATA_ZERO_STYLE)
     # the chart idioms' prompt begins as the fixed examples' does (the examples, then the data): one
@@ -219,8 +220,8 @@ def test_what_a_view_keeps_between_sessions_is_the_packaged_prompt_alone(plan):
         assert starts[0] == starts[1] == starts[2]
         assert not any(word in str(starts[0]) for word in ("zebra", "17 times 23", "weather", "sales"))
     fixed_start = views.view_messages(views.DATA_FIXED, "Q?", {"t": pd.DataFrame({"a": [1]})}, None)
-    for view in (views.DATA_IDIOMS, views.CHART_IDIOMS):
-        assert view.shared_messages == views.DATA_FIXED.shared_messages > 1
-        assert views.view_messages(view, "Q?", {"t": pd.DataFrame({"a": [1]})}, None)[:view.shared_messages] \
-            == fixed_start[:view.shared_messages]
+    view = views.IDIOMS
+    assert view.shared_messages == views.DATA_FIXED.shared_messages > 1
+    assert views.view_messages(view, "Q?", {"t": pd.DataFrame({"a": [1]})}, None)[:view.shared_messages] \
+        == fixed_start[:view.shared_messages]
     assert views.SHOTS.shared_messages > 1 and views.ZERO.shared_messages == views.DATA_ZERO.shared_messages == 0

@@ -22,21 +22,24 @@ word problem stops there (above); a question about data keeps the answer of the 
 program worked (shown as not sure):
 the first view was the right one every time the plain view disagreed on the DataFrame suite (7 of 7,
 and 4 of 4 in the collection before the fourth example). Only when both failed is a third greedy
-program written, from the idioms most like the question, which joins the vote (no samples: they
-changed no answer there). A chart whose views disagree gets ``samples`` programs sampled at a low
+program written, from the idioms most like the question placed after the data (``data-inline``, in
+the first view's slot: it reads only the idioms and the question), which joins the vote (no samples:
+they changed no answer there). A chart whose views disagree gets ``samples`` programs sampled at a low
 temperature from the first view's prompt, and they all join the vote.
 
 Why the fixed examples first for data, not the idioms: the idioms change with the question, so
-their prompt is read afresh for every question (727 tokens on average on the DataFrame suite, 40 s
-on a 2-core AVX2 CPU), where the fixed examples' prompt prefills ~45; the idioms answer more
-questions, so they are kept for the questions where the two cheap views disagree. Each view keeps
-its prompt in a cache slot of its own (``GenerationOptions.cache_key``, its name), but for a chart:
-its idioms come after the data, inside the question's turn (``data-inline``), in the fixed examples'
-slot (``cache_key`` "data"), so they read only themselves and the question (439 tokens on average on
-the chart suite, against 768). Asked that way for the other data questions too, they lost the
-"units times unit_price" questions end to end, so those keep the idioms as worked examples. That slot
-is kept per set of data (:meth:`View.cache_key_for`): a question about a frame asked about before
-reads only itself, whatever was asked in between.
+they are read afresh for every question, where the fixed examples' prompt prefills ~45 tokens. Each
+view keeps its prompt in a cache slot of its own (``GenerationOptions.cache_key``, its name), but the
+idioms: they come after the data, inside the question's turn (``data-inline``), in the fixed
+examples' slot (``cache_key`` "data"), so they read only themselves and the question (~250 tokens on
+the DataFrame suite), where as worked examples of their own before the data (``data-similar``) they
+read the data's description again too (~950 tokens on the questions that needed them: ~50 s on a
+2-core AVX2 CPU). End to end on DataFrame rows 0-39 the default answered 38 either way (the
+idioms after the data gained 2 questions and lost 1 where the third view decided) and each third
+view after the data took 14-23 s less (docs/benchmarks.md, "The idioms after the data, as the third
+view"). That slot is kept per set of
+data (:meth:`View.cache_key_for`): a question about a frame asked about before reads only itself,
+whatever was asked in between.
 
 When the two first views disagree, the answer is never shown as sure, however many of the programs
 written after them agree (:attr:`~.records.Session.confidence`); nor when they agree on an answer of
@@ -130,14 +133,13 @@ DATA_FIXED = View("fixed", "four fixed pandas examples, the data before the ques
                   style=prompts.DATA_FIXED_STYLE, cache="data", slot_per_data=True)
 DATA_ZERO = View("zero", "the data described, no worked examples, the code alone asked for, one greedy program",
                  style=prompts.DATA_ZERO_STYLE)
-DATA_IDIOMS = View("idioms", "pandas idioms like the question's, one greedy program", style=prompts.DATA_STYLE)
-CHART_IDIOMS = View("idioms", "the fixed pandas examples, the data, then the idioms like the question's, one greedy "
-                    "program", style=prompts.CHART_STYLE, cache="data", slot_per_data=True)
+IDIOMS = View("idioms", "the fixed pandas examples, the data, then the idioms like the question's, one greedy "
+              "program", style=prompts.IDIOMS_STYLE, cache="data", slot_per_data=True)
 
 #: A word problem; a question about the user's data (``--use``); one that asks for a chart of it.
 WORD_PLAN = Plan(SHOTS, ZERO, sampled=False)
-DATA_PLAN = Plan(DATA_FIXED, DATA_ZERO, then=DATA_IDIOMS, worked_stands=True, sampled=False)
-CHART_PLAN = Plan(CHART_IDIOMS, DATA_ZERO)
+DATA_PLAN = Plan(DATA_FIXED, DATA_ZERO, then=IDIOMS, worked_stands=True, sampled=False)
+CHART_PLAN = Plan(IDIOMS, DATA_ZERO)
 #: The temperature of the programs sampled when the two views disagree (unless one was asked for).
 ESCALATION_TEMPERATURE = 0.4
 

@@ -18,14 +18,14 @@ from .data import CHART_INSTRUCTIONS, DATA_INSTRUCTIONS, asks_for_chart, describ
 from .feedback import execution_feedback, misspelt_name, name_suggestion, replaced_data_feedback
 from .questions import CONTEXT_INTRO, CONTEXT_QUESTION, notebook_block, pal_messages, question_turn, with_notebook
 from .repairs import REPAIR_REQUEST, follow_up_messages, repair_messages
-from .styles import (CHART_STYLE, DATA_FIXED_STYLE, DATA_STYLE, DATA_ZERO_STYLE, DATA_SYSTEM, DEFAULT_STYLE, FEW_SHOT, PAL_SYSTEM,
+from .styles import (IDIOMS_STYLE, DATA_FIXED_STYLE, DATA_STYLE, DATA_ZERO_STYLE, DATA_SYSTEM, DEFAULT_STYLE, FEW_SHOT, PAL_SYSTEM,
                      PROMPT_STYLES, SYSTEM, WORD_PROBLEM_STYLE, WORDS_OPENING, ZERO_STYLE, PromptStyle,
                      prompt_style, shared_messages)
 from .training import TRAINED_STYLE, leti_text, training_messages
 from .words import FOLLOW_YOUR_STEPS, program_messages, words_messages
 
 __all__ = [
-    "CHART_INSTRUCTIONS", "CHART_STYLE", "CONTEXT_INTRO", "CONTEXT_QUESTION", "DATA_FIXED_STYLE", "DATA_INSTRUCTIONS", "DATA_STYLE", "DATA_ZERO_STYLE",
+    "CHART_INSTRUCTIONS", "IDIOMS_STYLE", "CONTEXT_INTRO", "CONTEXT_QUESTION", "DATA_FIXED_STYLE", "DATA_INSTRUCTIONS", "DATA_STYLE", "DATA_ZERO_STYLE",
     "DATA_SYSTEM", "DEFAULT_STYLE", "FEW_SHOT", "FOLLOW_YOUR_STEPS", "PAL_SYSTEM", "PROMPT_STYLES", "REPAIR_REQUEST", "SYSTEM",
     "TRAINED_STYLE", "WORD_PROBLEM_STYLE", "WORDS_OPENING", "ZERO_STYLE", "PromptStyle", "asks_for_chart", "describe_variables", "execution_feedback", "follow_up_messages",
     "leti_text", "misspelt_name", "name_suggestion", "notebook_block", "pal_messages", "program_messages",

@@ -211,13 +211,14 @@ DEFAULT_STYLE = "chat-2shot"
 WORD_PROBLEM_STYLE = "chat-2forms"
 #: The careful method's second view of a word problem: no worked examples, the code alone asked for.
 ZERO_STYLE = "chat-0terse"
-#: For questions about the user's variables (``--use``): measured on the DataFrame suite
-#: (docs/benchmarks.md, "Prompts for questions about your data").
+#: For questions about the user's variables (``--use``) in the vote method: measured on the DataFrame
+#: suite (docs/benchmarks.md, "Prompts for questions about your data").
 DATA_STYLE = "data-similar"
-#: The careful method's first view of a question that asks for a chart: the same idioms after the data,
-#: in the question's turn, so that only they and the question are read afresh (docs/benchmarks.md,
-#: "The idioms after the data"; measured there for the other data questions too, and not taken).
-CHART_STYLE = "data-inline"
+#: The careful method's idioms (the first view of a question that asks for a chart, the third of other
+#: data questions): the same idioms after the data, in the question's turn, so that only they and the
+#: question are read afresh (docs/benchmarks.md, "The idioms after the data" and "The idioms after the
+#: data, as the third view").
+IDIOMS_STYLE = "data-inline"
 #: The careful method's second view of a question about data (or a chart of it): no worked examples, the
 #: code alone asked for ("A slot per set of data; the code alone").
 DATA_ZERO_STYLE = "data-0terse"
