@@ -3,8 +3,10 @@
     python benchmarks/bench_views.py collect --suite dataframes [--out FILE]
     python benchmarks/bench_views.py collect --suite charts --views plain,zero,shots,t04
     python benchmarks/bench_views.py collect --suite gsm8k --offset 300 --limit 40 [--out FILE]
+    python benchmarks/bench_views.py collect --suite one-liners --views plain,shots,terse
     python benchmarks/bench_views.py score FILE [FILE ...] [--rates bench-results/rates.json]
     python benchmarks/bench_views.py calibrate            # this CPU's prefill and decode speeds
+    python benchmarks/bench_views.py repairs FILE [FILE ...]   # the repair told the whole traceback or a brief one
     python benchmarks/bench_views.py turns [--suite one-liners]   # the product end to end beside the baseline
 
 ``collect`` asks the default model (llama.cpp, the product's backend and prompts) for every
@@ -24,7 +26,7 @@ resumes). The views:
   before the question (``data-fixed``): the whole prompt but the question is cached, code only;
 * ``inline`` (data questions): one greedy program after the three fixed worked examples, the user's
   data, then the two idioms most like the question in the question's own turn (``data-inline``);
-  asked on the ``fixed`` view's cache key, after it (for a chart question, before it), as the
+  asked on the ``fixed`` view's cache key, after it, as the
   product does: it prefills only the idioms and the question;
 * ``fix`` (data questions): where the ``fixed`` program failed (checked alone, as the product checks
   a view), the product's repair of it, greedily, in its conversation and slot right after it (the
@@ -63,6 +65,7 @@ import argparse
 import dataclasses
 import json
 import os
+import re
 import statistics
 import time
 from collections.abc import Callable, Sequence
@@ -191,9 +194,7 @@ def collect_question(backend: Any, pool: KernelPool, row: dict[str, Any], seed: 
         views["shots"] = _ask(backend, shots, 1, _shared(code, shots_style), pool, variables, key=shots_key)
     fixed = prompts.pal_messages(question, variables, style=prompts.DATA_FIXED_STYLE) if data else []
     inline = prompts.pal_messages(question, variables, style=prompts.IDIOMS_STYLE) if data else []
-    chart = prompts.asks_for_chart(question)
-    # the order the product asks them in: a chart question begins with the idioms, others with `fixed`
-    for name, messages in ((("inline", inline), ("fixed", fixed)) if chart else (("fixed", fixed), ("inline", inline))):
+    for name, messages in (("fixed", fixed), ("inline", inline)):  # the order the product asks them in
         if data and name in wanted:
             style = prompts.DATA_FIXED_STYLE if name == "fixed" else prompts.IDIOMS_STYLE
             views[name] = _ask(backend, messages, 1, _shared(code, style), pool, variables, key=fixed_key)
@@ -235,6 +236,8 @@ def _agree(views: dict[str, Any]) -> bool:
 def _rows(suite: str, offset: int, limit: int | None) -> list[dict[str, Any]]:
     if suite in DATA_SUITES:
         return suite_rows(suite=suite)[offset:offset + limit if limit else None]
+    if suite == "one-liners":
+        return [{"question": q, "answer": a} for q, a in ONE_LINERS][offset:offset + limit if limit else None]
     return read_rows(GSM8K, limit=limit, offset=offset)
 
 
@@ -554,7 +557,7 @@ def _rules(collected: set[str]) -> dict[str, Rule]:
             _careful("shots", "zero", "t04", 4), _then_view("fixed", "zero", "shots", "t04"))
     if {"fixed", "zero", "shots", "t04f"} <= collected:
         rules["fixed+zero, else shots + 4 x t04f join"] = _then_view("fixed", "zero", "shots", "t04f")
-    for second in ("zero", "terse"):  # the chart plan's first view with either second (views.CHART_PLAN: terse)
+    for second in ("zero", "terse"):  # the chart plan before (the idioms first, then terse), with either second
         if {"inline", second, "t04n"} <= collected:
             rules[f"inline+{second}, inline stands if it worked, else +4 x t04n"] = _first_stands(
                 "inline", second, None, "t04n")
@@ -591,7 +594,8 @@ def _rules(collected: set[str]) -> dict[str, Rule]:
         rules["fixed+terse, the first that worked stands, else shots"] = _first_stands(
             "fixed", "terse", "shots", either=True)
     if {"fixed", "terse", "inline"} <= collected:
-        rules["fixed+terse, the first that worked stands, else inline (the default without a chart)"] = _first_stands(
+        # views.DATA_PLAN: the product's plan for every question about data, charts included
+        rules["fixed+terse, the first that worked stands, else inline (the default)"] = _first_stands(
             "fixed", "terse", "inline", either=True)
     for second in ("zero", "terse"):  # the product's rules, with either second view
         if not {"fixed", second, "inline", "t04n"} <= collected:
@@ -601,6 +605,10 @@ def _rules(collected: set[str]) -> dict[str, Rule]:
         rules[f"{head}, stop"] = _by_kind(charts, _careful("fixed", second, None))
         rules[f"{head}, fixed stands if it worked, else inline joins"] = _by_kind(
             charts, _first_stands("fixed", second, "inline"))
+        # the product's plans until charts were asked as any question about data
+        rules[f"{head}, the first that worked stands, else inline"
+              f"{' (the default before)' if second == 'terse' else ''}"] = _by_kind(
+            charts, _first_stands("fixed", second, "inline", either=True))
         if "shots" in collected:
             rules[f"{head}, fixed stands if it worked, else shots joins"] = _by_kind(
                 charts, _first_stands("fixed", second, "shots"))
@@ -642,7 +650,7 @@ def score(paths: Sequence[str], rates: dict[str, Any] | None = None) -> None:
             else:
                 merged[key] = record
     records = [merged[key] for key in sorted(merged)]
-    for suite in ("gsm8k", *DATA_SUITES):
+    for suite in ("one-liners", "gsm8k", *DATA_SUITES):
         chosen = [r for r in records if r["suite"] == suite]
         if not chosen:
             continue
@@ -772,8 +780,9 @@ def turns(args: argparse.Namespace) -> None:
     views, samples and repairs) beside the plainest baseline, question by question in one run."""
     from pal_jupyter import solve
 
-    rows = ([{"question": q, "answer": a} for q, a in ONE_LINERS] if args.suite == "one-liners"
-            else _rows(args.suite, args.offset, args.limit))
+    rows = _rows(args.suite, args.offset, args.limit)
+    if args.rows:  # the suite's rows by number (after --offset): the questions a change is about
+        rows = [rows[int(i)] for i in args.rows.split(",")]
     backend = load_model("default", backend="llamacpp")
     plain = GenerationOptions(max_new_tokens=MAX_TOKENS, temperature=0.0)
     table = {"default": [], "plain": []}
@@ -795,12 +804,112 @@ def turns(args: argparse.Namespace) -> None:
             print(f"{question[:60]:<60} default {'right' if right else 'wrong'} {seconds:5.1f} s "
                   f"({session.confidence}, {len(session.programs)} programs) | plain "
                   f"{'right' if baseline.right else 'wrong'} {view['seconds']:5.1f} s", flush=True)
+            if args.programs:
+                for program in session.programs:
+                    print(f"    round {program.index} {program.kind:<8} {program.view or '-':<7} prompt "
+                          f"{program.prompt_tokens:>5} tokens, wrote {program.completion_tokens:>4}, "
+                          f"{program.generate_s:5.1f} s: {program.error_type or 'worked'}"
+                          f"{f' ({program.off_target})' if program.off_target else ''}", flush=True)
     for name, results in table.items():
         seconds = sorted(s for _, s, _ in results)
         sure = [ok for ok, _, is_sure in results if is_sure]
         print(f"{name:<8} {sum(ok for ok, _, _ in results)}/{len(results)} right, seconds mean "
               f"{statistics.mean(seconds):.1f} median {statistics.median(seconds):.1f} max {seconds[-1]:.1f}; "
               f"sure {len(sure)}, right {sum(sure)}")
+    print(_cpu())
+
+
+# ------------------------------------------------------------------------------------------ repairs
+
+#: The product's data views whose failed programs ``repairs`` repairs, and their prompt styles.
+REPAIRED_VIEWS = {"fixed": prompts.DATA_FIXED_STYLE, "terse": prompts.DATA_ZERO_STYLE, "inline": prompts.IDIOMS_STYLE}
+
+
+_FRAME_RE = re.compile(r'^(?P<indent>\s*)File "(?P<path>[^"]+)", line \d+')
+_CHAIN_START = "Traceback (most recent call last):"
+
+
+def brief_traceback(text: str) -> str:
+    """A plain traceback (``kernels.tracebacks.clean_traceback``'s) cut to the last exception of a chain
+    and the program's own frames, with the error's lines: what ``repairs`` tells the model instead of
+    the whole traceback (a missing column's ``KeyError`` is two chained tracebacks of pandas internals,
+    ~1,000 characters, around the one line a repair can change). Measured and not taken: the whole
+    traceback repaired 4 of 25 failed programs, this 2 (docs/benchmarks.md, "One repair")."""
+    last = text[text.rfind(_CHAIN_START):] if _CHAIN_START in text else text
+    kept: list[str] = []
+    library_indent: int | None = None  # inside a library frame: its header's indent, while its lines follow
+    program_frames = 0
+    for line in last.rstrip("\n").split("\n"):
+        frame = _FRAME_RE.match(line)
+        if frame:
+            ours = frame["path"] == "program.py"
+            program_frames += ours
+            library_indent = None if ours else len(frame["indent"])
+            if ours:
+                kept.append(line)
+            continue
+        if library_indent is not None and line.strip() and len(line) - len(line.lstrip()) > library_indent:
+            continue  # a library frame's source line
+        library_indent = None
+        kept.append(line)
+    return "\n".join(kept) + "\n" if program_frames else text
+
+
+def repairs(paths: Sequence[str]) -> None:
+    """The repair prompt told the whole traceback, as the product tells it, against a brief one
+    (:func:`brief_traceback`): every collected program of a data view that raised an error is repaired
+    both ways, greedily, in its own conversation (as the product repairs), one way right after the
+    other in one slot (the second reads only its own feedback). Prints, per program, the feedback's
+    tokens, the tokens decoded and whether the repair's answer was right."""
+    from pal_jupyter.evaluation.dataframes import build_frames
+
+    frames = build_frames()
+    backend = load_model("default", backend="llamacpp")
+    rows = {"whole": [], "brief": []}
+    with KernelPool(ExecutorLimits(timeout_s=10)) as pool:
+        for path in paths:
+            for line in open(path):
+                record = json.loads(line)
+                if record["suite"] not in DATA_SUITES:
+                    continue
+                for view, style in REPAIRED_VIEWS.items():
+                    program = (record["views"].get(view) or {"programs": [{}]})["programs"][0]
+                    if not program.get("error") or program.get("code") is None:
+                        continue
+                    question = record["question"]
+                    variables = {name: frames[name] for name in USES[question]}
+                    result = pool.run(program["code"], variables)
+                    if result.error is None:
+                        continue
+                    whole = prompts.execution_feedback(result, code=program["code"])
+                    brief = whole.replace(result.error.traceback.strip(),
+                                          brief_traceback(result.error.traceback).strip())
+                    if whole == brief:  # every frame was the program's: nothing to compare
+                        continue
+                    messages = prompts.pal_messages(question, variables, style=style)
+                    options = GenerationOptions(max_new_tokens=MAX_TOKENS, temperature=0.0,
+                                                cache_key="repairs", shared_messages=prompts.shared_messages(style))
+                    told: dict[str, tuple[int, int, bool]] = {}
+                    for name, feedback in (("whole", whole), ("brief", brief)):
+                        asked = prompts.follow_up_messages(messages, program["reply"], feedback)
+                        reply = generate_candidates(backend, asked, 1, options)[0]
+                        timing = backend.last_timings[0]
+                        length = (timing["cache_n"] or 0) + (timing["prompt_n"] or 0)
+                        if name == "whole":
+                            whole_length = length
+                        else:  # the whole traceback's turn: its prompt beyond what both share
+                            told["whole"] = (whole_length - (timing["cache_n"] or 0), *told["whole"][1:])
+                        fixed = Candidate(name, _program(reply.text, pool, variables), record["expected"])
+                        told[name] = (timing["prompt_n"] or 0, reply.completion_tokens, fixed.right)
+                    for name, (feedback_tokens, decoded, right) in told.items():
+                        rows[name].append((feedback_tokens, decoded, right))
+                    print(f"{record['suite']} {record['i']:>2} {view:<6} {result.error.ename:<12} "
+                          + " | ".join(f"{name}: told {t} tokens, wrote {d}, {'right' if r else 'wrong'}"
+                                       for name, (t, d, r) in told.items()), flush=True)
+    for name, results in rows.items():
+        if results:
+            print(f"{name:<6} {sum(r for _, _, r in results)}/{len(results)} right; feedback tokens mean "
+                  f"{statistics.mean(t for t, _, _ in results):.0f}, decoded mean {statistics.mean(d for _, d, _ in results):.0f}")
     print(_cpu())
 
 
@@ -868,7 +977,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     commands = parser.add_subparsers(dest="command", required=True)
     run = commands.add_parser("collect")
-    run.add_argument("--suite", choices=("gsm8k", *DATA_SUITES), required=True)
+    run.add_argument("--suite", choices=("one-liners", "gsm8k", *DATA_SUITES), required=True)
     run.add_argument("--offset", type=int, default=0)
     run.add_argument("--limit", type=int, default=None)
     run.add_argument("--out", default=None)
@@ -880,6 +989,10 @@ def main() -> None:
     turn.add_argument("--suite", choices=("one-liners", "gsm8k", *DATA_SUITES), default="one-liners")
     turn.add_argument("--offset", type=int, default=0)
     turn.add_argument("--limit", type=int, default=None)
+    turn.add_argument("--rows", help="comma-separated row numbers of the suite (after --offset), e.g. 16,26,28")
+    turn.add_argument("--programs", action="store_true", help="print each program: its round, tokens, seconds")
+    fixes = commands.add_parser("repairs")
+    fixes.add_argument("files", nargs="+")
     speeds = commands.add_parser("calibrate")
     speeds.add_argument("--out", default="bench-results/rates.json")
     args = parser.parse_args()
@@ -891,6 +1004,8 @@ def main() -> None:
         turns(args)
     elif args.command == "calibrate":
         calibrate(args.out)
+    elif args.command == "repairs":
+        repairs(args.files)
     else:
         score(args.files, json.loads(Path(args.rates).read_text()) if args.rates else None)
 

@@ -110,9 +110,11 @@ PANDAS = notebook(
         "# Analysing your own DataFrame with `%%pal`\n\n"
         "Name your DataFrame with `--use` (or just mention it in the question): it is copied into the "
         "program's kernel, and its columns are described to the model. Your own kernel is never touched.\n\n"
-        "A question about data gets two greedy programs from two independent prompts: one shown pandas "
-        "idioms like the question's, one only the description of the data. When they print the same answer "
-        "it is shown as sure; when they do not, 4 sampled programs join the vote.\n\n" + SAVED_OUTPUTS
+        "A question about data, a chart included, gets two greedy programs from two independent prompts: one "
+        "after four fixed pandas examples, one from only the description of the data. When they print the same "
+        "answer (or draw the same data) it is shown as sure; when they do not, the first that worked stands, not "
+        "sure; when both failed, a third program after the pandas idioms most like the question joins the "
+        "vote.\n\n" + SAVED_OUTPUTS
     ),
     new_code_cell("%load_ext pal_jupyter"),
     new_code_cell(
@@ -140,8 +142,7 @@ OPTIONS = notebook(
         "# A tour of the `%%pal` options\n\n"
         "How programs are asked for: `--method careful` (the default) writes two greedy programs from "
         "independent prompts and, only when they disagree about data, asks more: a third program after the "
-        "pandas idioms most like the question when both failed, for a chart `--samples` more programs (4) "
-        "sampled at temperature 0.4; "
+        "pandas idioms most like the question when both failed (charts are asked the same way); "
         "`--method vote` is the method before it: `--samples` programs sampled from one prompt, the answer "
         "most of them print wins, and more are written while fewer than 3 in 5 agree. `--seed` makes sampled "
         "programs repeatable.\n\n" + SAVED_OUTPUTS

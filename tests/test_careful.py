@@ -145,23 +145,24 @@ def test_a_data_question_whose_two_views_fail_asks_the_idioms_and_no_samples(poo
     assert session.weak_votes == [] and session.views_disagreed and session.confidence != "high"
 
 
-def test_a_chart_question_is_asked_with_idioms_first(pool):
+def test_a_chart_question_is_asked_as_any_question_about_data(pool):
     sales = pd.DataFrame({"region": ["East", "West", "East"], "units": [3, 4, 5]})
     question = "Draw a bar chart of the units per region."
     code = fenced("totals = sales.groupby('region')['units'].sum()\nprint(totals)\ntotals.plot.bar()")
     model = ScriptedBackend([code, code])
-    solve(question, model=model, executor=pool, variables={"sales": sales})
-    idioms = prompts.pal_messages(question, {"sales": sales}, style=prompts.IDIOMS_STYLE)
-    assert model.calls[0] == idioms
-    assert model.calls[1] == prompts.pal_messages(question, {"sales": sales}, style=prompts.DATA_ZERO_STYLE)
-    # the chart idioms' prompt begins as the fixed examples' does (the examples, then the data): one
-    # llama.cpp slot holds both, so either reads only what follows the data afresh
-    fixed = prompts.pal_messages(question, {"sales": sales}, style=prompts.DATA_FIXED_STYLE)
-    assert idioms[:-1] == fixed[:-1] and idioms[-1]["content"].startswith(fixed[-1]["content"].split("Question:")[0])
+    session = solve(question, model=model, executor=pool, variables={"sales": sales}, samples=4)
+    assert model.calls == [prompts.pal_messages(question, {"sales": sales}, style=style)
+                           for style in (prompts.DATA_FIXED_STYLE, prompts.DATA_ZERO_STYLE)]
+    assert model.batch_sizes == [1, 1] and session.confidence == "high"  # the same data drawn: sure
     assert [o.cache_key for o in model.options] == [views.DATA_FIXED.cache_key_for({"sales": sales}), "zero"] \
         == ["data:sales", "zero"]
     assert views.DATA_FIXED.cache_key_for({"sales": sales, "customers": sales}) == "data:customers,sales"
     assert views.DATA_ZERO.cache_key_for({"sales": sales}) == "zero"  # its prompt begins with the data
+    # the idioms' prompt, the third view's, begins as the fixed examples' does (the examples, then the
+    # data): one llama.cpp slot holds both, so either reads only what follows the data afresh
+    idioms = prompts.pal_messages(question, {"sales": sales}, style=prompts.IDIOMS_STYLE)
+    fixed = prompts.pal_messages(question, {"sales": sales}, style=prompts.DATA_FIXED_STYLE)
+    assert idioms[:-1] == fixed[:-1] and idioms[-1]["content"].startswith(fixed[-1]["content"].split("Question:")[0])
 
 
 def test_a_failing_view_is_repaired_once_greedily_when_nothing_works(pool):
@@ -206,7 +207,7 @@ def test_a_month_the_question_names_must_be_selected(pool):
     assert session.answer == "50.0"
 
 
-@pytest.mark.parametrize("plan", [views.WORD_PLAN, views.DATA_PLAN, views.CHART_PLAN])
+@pytest.mark.parametrize("plan", [views.WORD_PLAN, views.DATA_PLAN])
 def test_what_a_view_keeps_between_sessions_is_the_packaged_prompt_alone(plan):
     """A view's shared start (kept on disk by llama.cpp) is the same for every question and every set of
     data, holds neither of them, and is one start for all the data views (one kept copy serves them)."""

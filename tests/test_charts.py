@@ -88,7 +88,15 @@ def test_the_revenue_chart_votes_by_data_and_the_empty_chart_is_fed_back(pool):
     """The six-row question that once inserted an empty chart as '3 of 5 agree'."""
     model = ScriptedBackend([fenced(EMPTY), fenced(PANDAS_BARS),  # the two careful views disagree
                              fenced(PYPLOT_BARS), fenced(PER_ROW), fenced(EMPTY), fenced(HORIZONTAL)])
-    session = solve(QUESTION, model=model, executor=pool, variables={"sales": SALES}, samples=4)
+    careful = solve(QUESTION, model=model, executor=pool, variables={"sales": SALES})
+    assert model.batch_sizes == [1, 1] and careful.programs[0].error_type == "EmptyChart"
+    assert careful.final.code == PANDAS_BARS and draws(careful.final.execution.charts, REVENUE)
+    assert careful.confidence != "high" and "agree on this answer" not in doubt_message(careful)
+    # the vote method reads every program's chart the same way: three draw the same data and win
+    model = ScriptedBackend([fenced(EMPTY), fenced(PANDAS_BARS), fenced(PYPLOT_BARS), fenced(PER_ROW), fenced(EMPTY),
+                             fenced(HORIZONTAL)])
+    session = solve(QUESTION, model=model, executor=pool, variables={"sales": SALES}, method="vote", samples=6,
+                    max_programs=6)
     empties = [a for a in session.programs if a.code == EMPTY]
     assert len(empties) == 2 and all(a.off_target == DREW_NO_DATA and a.error_type == "EmptyChart" for a in empties)
     per_row = next(a for a in session.programs if a.code == PER_ROW)  # six bars, one per order, for three regions
@@ -106,7 +114,7 @@ def test_a_chart_of_another_kind_than_the_question_names_is_sent_back(pool):
     line = "t = sales.groupby('region')['units'].sum()\nprint(t)\nt.plot(title='Units')"
     bars = "t = sales.groupby('region')['units'].sum()\nprint(t)\nt.plot.bar()"  # shorter: it would win a tie
     session = solve(question, model=ScriptedBackend([fenced(bars), fenced(line)]), executor=pool,
-                    variables={"sales": SALES}, samples=0)
+                    variables={"sales": SALES})
     refused = next(a for a in session.programs if a.code == bars)
     assert refused.off_target == ("drew the wrong kind of chart: a bar chart, where the question asks for a line "
                                   "chart; draw a line chart")
@@ -116,8 +124,9 @@ def test_a_chart_of_another_kind_than_the_question_names_is_sent_back(pool):
 
 
 def test_when_every_chart_is_empty_the_model_is_told_why(pool):
-    model = ScriptedBackend([fenced(EMPTY), fenced(EMPTY), fenced(PANDAS_BARS)])
-    session = solve(QUESTION, model=model, executor=pool, variables={"sales": SALES}, samples=0)
+    model = ScriptedBackend([fenced(EMPTY)] * 3 + [fenced(PANDAS_BARS)])  # two views and the idioms, then a repair
+    session = solve(QUESTION, model=model, executor=pool, variables={"sales": SALES})
+    assert [a.view for a in session.round(1)] == ["fixed", "zero", "idioms"]
     repair = session.round(2)[0]
     assert DREW_NO_DATA.split(":")[0] in repair.messages[-1]["content"]
     assert session.succeeded and draws(session.final.execution.charts, REVENUE)

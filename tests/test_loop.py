@@ -114,7 +114,7 @@ def test_a_reply_without_code_is_retried_with_that_feedback(pool):
 def test_a_model_that_never_writes_code_is_a_clear_error(pool):
     model = ScriptedBackend(["Sorry, I cannot help with that."] * 3)
     with pytest.raises(NoCodeError, match="no Python code in 3 program"):
-        solve("How far?", method="vote", samples=1, model=model, executor=pool)
+        solve("How far?", method="vote", samples=1, max_attempts=3, model=model, executor=pool)
 
 
 @pytest.mark.parametrize("question", ["", "   \n\t"])
@@ -156,7 +156,7 @@ def test_session_serialises_to_json(pool):
 
 def test_an_unchanged_correction_is_called_out_in_the_next_prompt(pool):
     model = ScriptedBackend([fenced("total = 1\nprint(totl)")] * 3)
-    solve("Q", method="vote", samples=1, model=model, executor=pool)
+    solve("Q", method="vote", samples=1, max_attempts=3, model=model, executor=pool)
     assert "Did you mean: 'total'?" in model.calls[1][-1]["content"]
     assert "unchanged from the previous attempt" not in model.calls[1][-1]["content"]
     assert "unchanged from the previous attempt" in model.calls[2][-1]["content"]

@@ -104,7 +104,7 @@ def test_child_kernel_death_is_reported_and_the_user_kernel_survives(kernel):
         ("%%pal --model /no/such/model\nQ", "No model at /no/such/model"),
         ("%%pal --bogus\nQ", "unrecognized arguments: --bogus"),
         ("%%pal --method vote --samples 0\nQ", "samples 0 leaves the vote method no program to write"),
-        ("%%pal --samples -1\nQ", "samples must be a whole number from 0 to 16 (programs sampled when"),
+        ("%%pal --samples -1\nQ", "samples must be a whole number from 0 to 16 (method vote: programs sampled per attempt"),
         ("%%pal --samples abc\nQ", "samples must be a whole number from 0 to 16"),
         ("%%pal --samples 1000\nQ", "samples must be a whole number from 0 to 16"),
         ("%%pal --samples 3 --temperature 0\nQ", "temperature 0 (greedy decoding) would write the same program 3 times"),

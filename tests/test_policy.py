@@ -44,7 +44,7 @@ def tutor_policy() -> TeacherPolicy:
 def test_defaults(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
     monkeypatch.setenv("PAL_JUPYTER_LOG_DIR", str(tmp_path / "logs"))
     policy = TeacherPolicy()
-    assert (policy.mode, policy.max_hint_level, policy.allow_solutions, policy.max_attempts) == ("assist", 3, True, 3)
+    assert (policy.mode, policy.max_hint_level, policy.allow_solutions, policy.max_attempts) == ("assist", 3, True, 2)
     assert policy.model == "" and policy.locked == []
     assert policy.log_dir == str(tmp_path / "logs")
     assert policy.effective_hint_cap() == 3 and policy.solutions_allowed
@@ -118,7 +118,7 @@ def test_lock_holds_against_assignment_and_config_updates(tutor_policy: TeacherP
     update = Config({"TeacherPolicy": {"mode": "assist", "max_attempts": 9}})
     with pytest.raises(PolicyError):
         tutor_policy.update_config(update)
-    assert tutor_policy.mode == "tutor" and tutor_policy.max_attempts == 3  # rolled back, not half-applied
+    assert tutor_policy.mode == "tutor" and tutor_policy.max_attempts == 2  # rolled back, not half-applied
     tutor_policy.update_config(Config({"TeacherPolicy": {"max_attempts": 9}}))
     assert tutor_policy.max_attempts == 9
 
@@ -169,7 +169,7 @@ def test_every_setting_can_be_locked() -> None:
     config.TeacherPolicy.locked = names
     policy = TeacherPolicy.from_config(config)
     changed = {"mode": "off", "off_message": "x", "max_requests_per_hour": 5, "error_help": "tip", "max_hint_level": 1,
-               "allow_solutions": False, "max_attempts": 2, "model": "lite", "log_dir": "/elsewhere",
+               "allow_solutions": False, "max_attempts": 4, "model": "lite", "log_dir": "/elsewhere",
                "min_agreement": 0.9, "isolation": "process", "readable_paths": ["/srv"]}
     assert sorted(changed) == sorted(names)
     for name, value in changed.items():

@@ -8,7 +8,7 @@ for example in the system-wide ``/etc/ipython/ipython_config.py`` (or
     c.TeacherPolicy.max_requests_per_hour = 20  # per student; 0 = no limit
     c.TeacherPolicy.max_hint_level = 2          # sub-questions and skeletons, never the program
     c.TeacherPolicy.allow_solutions = False
-    c.TeacherPolicy.max_attempts = 3
+    c.TeacherPolicy.max_attempts = 2
     c.TeacherPolicy.log_dir = "/srv/class/logs"
     c.TeacherPolicy.locked = ["mode", "max_hint_level", "allow_solutions", "log_dir"]
 
@@ -50,6 +50,7 @@ from traitlets import Bool, Enum, Float, Int, List, TraitError, Unicode, default
 from traitlets.config import Application, Config, Configurable
 from traitlets.config.loader import PyFileConfigLoader
 
+from ..engine.options import OPTIONS
 from ..errors import PolicyError
 from .classlog import default_log_dir
 
@@ -89,7 +90,8 @@ class TeacherPolicy(Configurable):
                          help="Highest hint: 0 none, 1 sub-questions, 2 code skeleton, 3 full program."
                          ).tag(config=True)
     allow_solutions = Bool(True, help="Whether full programs may be inserted or revealed.").tag(config=True)
-    max_attempts = Int(3, min=1, help="Most attempts (repairs included) per question.").tag(config=True)
+    max_attempts = Int(OPTIONS["max_attempts"].default, min=1,
+                       help="Most attempts (repairs included) per question.").tag(config=True)
     model = Unicode("", help="Model students should use ('' = no preference).").tag(config=True)
     isolation = Enum(["auto", "sandbox", "process"], "auto",
                      help="Where programs run: 'sandbox' requires bubblewrap (a clear error where it cannot run); "

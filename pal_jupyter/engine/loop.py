@@ -268,11 +268,10 @@ def _vote_round(session: Session, round_: _Round, index: int, messages: list[dic
 def _careful_round(session: Session, round_: _Round, index: int, messages: list[dict[str, str]],
                    notebook_text: str | None, style: str | None, repair_key: str | None = None) -> list[Program]:
     """A round of the careful method (:mod:`.views`). The first: two independent greedy views (written
-    at once, then run); when they do not agree, the answer of the first view whose
-    program worked stands if the plan says so; else the plan's third view writes a greedy program (a
-    question about data: the idioms most like it) and, when the plan samples, ``samples`` programs
-    sampled from its prompt (else the first view's) join the vote. A repair round: one greedy
-    correction, ``messages`` the failed program's conversation continued, in its prompt cache (``repair_key``)."""
+    at once, then run); when they do not agree, the answer of the first view whose program worked
+    stands if the plan says so; else the plan's third view (a question about data: the idioms most like
+    it) writes a greedy program that joins the vote. A repair round: one greedy correction, ``messages``
+    the failed program's conversation continued, in its prompt cache (``repair_key``)."""
     if index > 1:
         candidates = round_.run(index, messages, session.question, count=1, cache_key=repair_key)
         session.programs.extend(candidates)
@@ -281,9 +280,7 @@ def _careful_round(session: Session, round_: _Round, index: int, messages: list[
     plan = views.plan_for(session.question, round_.variables, style)
     candidates = _write_views(session, round_, plan.views, 0, notebook_text)
     session.programs.extend(candidates)
-    # Without samples a tie goes to the first view, each plan's best alone; a vote of samples (a chart's)
-    # to the shortest program, as measured (docs/benchmarks.md).
-    preferred = candidates[0].sample if not plan.sampled else None
+    preferred = candidates[0].sample  # a tie goes to the first view, each plan's best alone
     _join_round(session, round_, candidates, [], None, preferred=preferred)
     vote = session.vote
     agreed = vote is not None and vote.winner is not None and vote.votes == len(plan.views)
@@ -292,25 +289,14 @@ def _careful_round(session: Session, round_: _Round, index: int, messages: list[
     # view was the right one each time the plain view disagreed, 11 of 11 in two collections, and the
     # idioms' program after a first view that failed changed no answer where the second worked
     # (docs/benchmarks.md, "The first view stands", "A slot per set of data").
-    if agreed or round_.samples < 1 or (plan.worked_stands and any(c.good for c in candidates)):
-        return candidates
-    samples = round_.samples if plan.sampled else 0
-    more = samples + (plan.then is not None)
-    if more == 0:  # a word problem: the two programs' answers stand (the first view's on a tie)
+    if agreed or plan.then is None or (plan.worked_stands and any(c.good for c in candidates)):
         return candidates
     if vote is not None and vote.winner is not None:
         session.weak_votes.append(WeakVote(1, vote.votes, vote.candidates, vote.winner.answer,
-                                           time.perf_counter() - round_.started, more))
-        round_.observer.more_programs(session, vote, more)
-    sampled_from, source = candidates[0], plan.first
-    if plan.then is not None:
-        sampled_from, = _write_views(session, round_, [plan.then], len(candidates), notebook_text)
-        source = plan.then
-        _join_round(session, round_, candidates, [sampled_from], None, preferred=preferred)
-    if samples:
-        extra = round_.run(1, sampled_from.messages, session.question, drawn=len(candidates), count=samples,
-                           cache_key=source.cache_key_for(round_.variables), sampled=True)
-        _join_round(session, round_, candidates, extra, None, preferred=preferred)
+                                           time.perf_counter() - round_.started, 1))
+        round_.observer.more_programs(session, vote, 1)
+    third = _write_views(session, round_, [plan.then], len(candidates), notebook_text)
+    _join_round(session, round_, candidates, third, None, preferred=preferred)
     return candidates
 
 
@@ -449,12 +435,10 @@ class _Round:
         self.started = started  # when the question began (perf_counter): what WeakVote.seconds count from
 
     def run(self, index: int, messages: list[dict[str, str]], question: str, drawn: int = 0,
-            count: int | None = None, kind: str | None = None, cache_key: str | None = None,
-            sampled: bool = False) -> list[Program]:
+            count: int | None = None, kind: str | None = None, cache_key: str | None = None) -> list[Program]:
         """``count`` (default ``samples``) programs for round ``index``, numbered after the ``drawn``
         ones the round already has, their prompt kept in the prompt cache ``cache_key``. A "reasoned"
-        program (after a words answer) is written greedily; ``sampled`` ones (the careful method's after
-        a disagreement, from a view's prompt) code-only, at its temperature."""
+        program (after a words answer) is written greedily."""
         kind = kind or ("initial" if index == 1 else "repair")
         count = self.samples if count is None else count
         programs = [
@@ -467,9 +451,6 @@ class _Round:
         options = self._options(drawn, greedy=kind == "reasoned")
         if cache_key is not None:
             options = dataclasses.replace(options, cache_key=cache_key)
-        if sampled:
-            temperature = views.ESCALATION_TEMPERATURE if options.temperature is None else options.temperature
-            options = dataclasses.replace(options, code_only=True, temperature=temperature)
         replies = generate_candidates(self.backend, messages, count, options,
                                       on_token=lambda row, text: self.observer.token(programs[row], text))
         for program, reply in zip(programs, replies):

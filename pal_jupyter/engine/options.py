@@ -180,19 +180,20 @@ OPTIONS: dict[str, Option] = {o.name: o for o in (
     Option("dtype", str, "auto", "auto: bf16 on a GPU or a CPU with AMX/AVX512-BF16, else fp32 (torch backend; "
            "llama.cpp uses the GGUF file's own quantisation)", choices=("auto", "float32", "bfloat16", "float16")),
     Option("method", str, METHODS[0], "how programs are asked for: careful (two independent greedy programs; when they "
-           "disagree, a word problem's first program stands, for --use data the answer of the first program that "
-           "worked stands, else one more from pandas idioms votes, and for a chart SAMPLES more are sampled and vote) or "
-           "vote (SAMPLES sampled programs per attempt; the answer most of them print wins)", choices=METHODS),
-    Option("samples", int, DEFAULT_SAMPLES, "programs sampled when the two careful views of a chart disagree (method "
-           "careful; 0: nothing more is asked after a disagreement, nor the --use idioms' program), or per "
-           "attempt (method vote)", flags=("-k",), low=0, high=MAX_SAMPLES),
+           "disagree, a word problem's first program stands, and for --use data (charts included) the answer of the "
+           "first program that worked stands, else one more from pandas idioms votes) or vote (SAMPLES sampled "
+           "programs per attempt; the answer most of them print wins)", choices=METHODS),
+    Option("samples", int, DEFAULT_SAMPLES, "method vote: programs sampled per attempt (the careful method samples "
+           "none)", flags=("-k",), low=0, high=MAX_SAMPLES),
     Option("max_programs", int, DEFAULT_MAX_PROGRAMS, "method vote: most programs per attempt: while fewer than 3 "
            "in 5 agree, SAMPLES more are written (1: never more than SAMPLES)", low=1, high=MAX_PROGRAMS),
     Option("second_opinion", str, SECOND_OPINIONS[0], "method vote: when the programs disagree, first: words (the model works "
            "the question out step by step in words, then writes one program that follows its steps; both join the "
            "vote; not for --use data), look (words, and for --use data a look at it, whose output the next programs "
            "get) or off", choices=SECOND_OPINIONS),
-    Option("max_attempts", int, 3, "attempts per question, repairs included", flags=("-n",), low=1, high=10),
+    # Two: the first attempt and one repair. A second repair of a data question's program answered 1 time
+    # in 4, for ~30 s each on a 2-core Xeon (docs/benchmarks.md, "One repair; the whole traceback kept").
+    Option("max_attempts", int, 2, "attempts per question, repairs included", flags=("-n",), low=1, high=10),
     Option("timeout", float, 30.0, "seconds a program may run", flags=("-t",), above=0, high=3600),
     Option("memory_gib", float, 2.0, "memory limit of the program's kernel, in GiB (its address space; in the "
            "sandbox a quarter of it is the in-memory folders it may write to)", low=1.5, high=4096),

@@ -3,12 +3,10 @@
 A question is first answered by two *views*, each greedy (no sampling) and neither sharing the
 other's worked examples (a :class:`Plan`):
 
-* a question about the user's data: two programs, one after four fixed pandas examples, one from
-  the plain description of the data, the code alone asked for (its programs had been half comments);
-  both put the data before the question, so that the next question about the same data prefills
-  only itself (the rest is in llama.cpp's cache);
-* a question that asks for a chart of the data: one program from the pandas idioms most like the
-  question (which show each kind of chart), after the data; one from the plain description;
+* a question about the user's data, a chart of it included: two programs, one after four fixed pandas
+  examples, one from the plain description of the data, the code alone asked for (its programs had
+  been half comments); both put the data before the question, so that the next question about the
+  same data prefills only itself (the rest is in llama.cpp's cache);
 * a word problem: one program after worked examples, one from no examples (the code alone asked
   for); when they disagree, the answer of the program after the worked examples is shown, as not
   sure, unless only the other one worked; nothing more is written.
@@ -23,9 +21,10 @@ program worked (shown as not sure):
 the first view was the right one every time the plain view disagreed on the DataFrame suite (7 of 7,
 and 4 of 4 in the collection before the fourth example). Only when both failed is a third greedy
 program written, from the idioms most like the question placed after the data (``data-inline``, in
-the first view's slot: it reads only the idioms and the question), which joins the vote (no samples:
-they changed no answer there). A chart whose views disagree gets ``samples`` programs sampled at a low
-temperature from the first view's prompt, and they all join the vote.
+the first view's slot: it reads only the idioms and the question), which joins the vote. Nothing is
+sampled: a chart was asked the idioms first and, when its views disagreed, four programs sampled at
+0.4, which answered 20 of the 22 chart questions at 1.6 times the time of the plan for data, which
+answered the same 20 (docs/benchmarks.md, "Charts asked as any data question").
 
 Why the fixed examples first for data, not the idioms: the idioms change with the question, so
 they are read afresh for every question, where the fixed examples' prompt prefills ~45 tokens. Each
@@ -106,21 +105,17 @@ class View:
 
 @dataclass(frozen=True)
 class Plan:
-    """What a question is asked: two independent greedy views, ``first`` first; when they disagree,
-    ``then`` (when there is one) writes a third greedy program and the samples come from its prompt,
-    else from the first view's.
+    """What a question is asked: two independent greedy views, ``first`` first (a tie goes to it);
+    when they disagree, ``then`` (when there is one) writes a third greedy program, which joins the vote.
 
     ``worked_stands``: when the two views disagree and a program of theirs worked (it ran, and its
     answer is on target), the answer of the first that worked is shown, as not sure, and nothing more
-    is written; only when both failed is ``then`` asked. ``sampled``: whether samples follow a
-    disagreement (the ``samples`` setting says how many); without samples a tie goes to the first view.
-    A plan with neither ``then`` nor samples stops at its two views."""
+    is written; only when both failed is ``then`` asked. A plan without ``then`` stops at its two views."""
 
     first: View
     second: View
     then: View | None = None
     worked_stands: bool = False
-    sampled: bool = True
 
     @property
     def views(self) -> tuple[View, View]:
@@ -136,19 +131,16 @@ DATA_ZERO = View("zero", "the data described, no worked examples, the code alone
 IDIOMS = View("idioms", "the fixed pandas examples, the data, then the idioms like the question's, one greedy "
               "program", style=prompts.IDIOMS_STYLE, cache="data", slot_per_data=True)
 
-#: A word problem; a question about the user's data (``--use``); one that asks for a chart of it.
-WORD_PLAN = Plan(SHOTS, ZERO, sampled=False)
-DATA_PLAN = Plan(DATA_FIXED, DATA_ZERO, then=IDIOMS, worked_stands=True, sampled=False)
-CHART_PLAN = Plan(IDIOMS, DATA_ZERO)
-#: The temperature of the programs sampled when the two views disagree (unless one was asked for).
-ESCALATION_TEMPERATURE = 0.4
+#: A word problem; a question about the user's data (``--use``), a chart of it included.
+WORD_PLAN = Plan(SHOTS, ZERO)
+DATA_PLAN = Plan(DATA_FIXED, DATA_ZERO, then=IDIOMS, worked_stands=True)
 
 
 def plan_for(question: str, variables: Mapping[str, Any] | None, style: str | None = None) -> Plan:
-    """How ``question`` is asked: a word problem, a question about data, or a chart of it. A chosen
-    prompt ``style`` (an adapter's own, or the caller's) replaces the first view's worked examples and
-    the samples are drawn from it; the second view stays independent of it."""
-    plan = WORD_PLAN if not variables else CHART_PLAN if prompts.asks_for_chart(question) else DATA_PLAN
+    """How ``question`` is asked: a word problem or a question about data. A chosen prompt ``style``
+    (an adapter's own, or the caller's) replaces the first view's worked examples; the second view
+    stays independent of it."""
+    plan = WORD_PLAN if not variables else DATA_PLAN
     if style is None or style == plan.first.style:
         return plan
     return Plan(View(plan.first.name, f"prompt style {style}, one greedy program", style=style), plan.second)

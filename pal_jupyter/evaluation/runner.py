@@ -30,7 +30,7 @@ from typing import Any
 from ..backends import GenerationOptions, ModelBackend
 from ..engine.grading import expected_of, is_correct, question_of
 from ..engine.loop import solve
-from ..engine.options import DEFAULT_MAX_PROGRAMS, METHODS, SECOND_OPINIONS, Settings
+from ..engine.options import DEFAULT_MAX_PROGRAMS, METHODS, OPTIONS, SECOND_OPINIONS, Settings
 from ..engine.records import Session, WeakVote, to_jsonable
 from ..engine.trace import TraceWriter
 from ..engine.vote import read_answer
@@ -160,7 +160,7 @@ def run_benchmark(
     pool: KernelPool,
     configs: Sequence[Config] = (Config(),),
     *,
-    max_attempts: int = 3,
+    max_attempts: int = OPTIONS["max_attempts"].default,
     check_answers: bool = False,
     generation: GenerationOptions | None = None,
     limits: ExecutorLimits | None = None,
