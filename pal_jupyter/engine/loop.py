@@ -277,7 +277,7 @@ def _careful_round(session: Session, round_: _Round, index: int, messages: list[
         session.programs.extend(candidates)
         session.vote = take_vote(candidates)
         return candidates
-    plan = views.plan_for(session.question, round_.variables, style)
+    plan = views.plan_for(round_.variables, style)
     candidates = _write_views(session, round_, plan.views, 0, notebook_text)
     session.programs.extend(candidates)
     preferred = candidates[0].sample  # a tie goes to the first view, each plan's best alone

@@ -23,8 +23,8 @@ and 4 of 4 in the collection before the fourth example). Only when both failed i
 program written, from the idioms most like the question placed after the data (``data-inline``, in
 the first view's slot: it reads only the idioms and the question), which joins the vote. Nothing is
 sampled: a chart was asked the idioms first and, when its views disagreed, four programs sampled at
-0.4, which answered 20 of the 22 chart questions at 1.6 times the time of the plan for data, which
-answered the same 20 (docs/benchmarks.md, "Charts asked as any data question").
+0.4, which answered 20 of the 22 chart questions at 1.44 times the time of the plan for data, which
+answered the same 20 (docs/benchmarks.md, "Charts asked as any question about data").
 
 Why the fixed examples first for data, not the idioms: the idioms change with the question, so
 they are read afresh for every question, where the fixed examples' prompt prefills ~45 tokens. Each
@@ -136,10 +136,10 @@ WORD_PLAN = Plan(SHOTS, ZERO)
 DATA_PLAN = Plan(DATA_FIXED, DATA_ZERO, then=IDIOMS, worked_stands=True)
 
 
-def plan_for(question: str, variables: Mapping[str, Any] | None, style: str | None = None) -> Plan:
-    """How ``question`` is asked: a word problem or a question about data. A chosen prompt ``style``
-    (an adapter's own, or the caller's) replaces the first view's worked examples; the second view
-    stays independent of it."""
+def plan_for(variables: Mapping[str, Any] | None, style: str | None = None) -> Plan:
+    """How a question is asked: a word problem (no ``variables``) or a question about data. A chosen
+    prompt ``style`` (an adapter's own, or the caller's) replaces the first view's worked examples; the
+    second view stays independent of it."""
     plan = WORD_PLAN if not variables else DATA_PLAN
     if style is None or style == plan.first.style:
         return plan
