@@ -407,7 +407,9 @@ def test_closing_the_pool_under_a_running_program_is_a_kernel_error() -> None:
     assert running.wait(30), "the program never started"
     pool.close()
     thread.join(15)
-    assert isinstance(box["error"], KernelError), repr(box["error"])
+    assert not thread.is_alive(), "the run went on after its pool was closed"
+    # Never a result saying the program's kernel died: nothing went wrong with the program.
+    assert isinstance(box.get("error"), KernelError), repr(box.get("error"))
     assert "shut down while the program ran" in str(box["error"])
 
 

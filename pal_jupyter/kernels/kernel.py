@@ -47,6 +47,7 @@ logger = logging.getLogger(__name__)
 
 POLL_S = 0.1  # iopub poll timeout; also how often the kernel process is checked
 SETUP_TIMEOUT_S = 10.0  # for small silent executes (variable loading)
+CLOSED_WHILE_RUNNING = "The program's kernel was shut down while the program ran (its pool was closed)."
 
 
 def close_thread_loop() -> None:
@@ -354,8 +355,7 @@ class ChildKernel:
                 raise
             # close() from another thread (the pool was closed, the extension unloaded): the
             # sockets are gone, and zmq says so in its own words.
-            raise KernelError("The program's kernel was shut down while the program ran (its pool was closed).") \
-                from None
+            raise KernelError(CLOSED_WHILE_RUNNING) from None
         result = ExecutionResult(
             reason=reason,
             stdout=collector.text("stdout"),
@@ -402,6 +402,8 @@ class ChildKernel:
             if now >= next_alive_check:  # even while output floods in, never only on Empty
                 next_alive_check = now + POLL_S
                 if not self.is_alive():
+                    if self._closed:  # shut down from another thread, not dead by itself
+                        raise KernelError(CLOSED_WHILE_RUNNING)
                     if stopping is None:
                         return StopReason.DIED, self._died_error()
                     break
