@@ -259,6 +259,55 @@ def test_a_prompt_start_every_question_shares_is_kept_for_the_next_session(tiny_
     assert list(first.kept_dir.glob("*")) == kept, "one copy, no partial file left"
 
 
+@pytest.mark.parametrize("damage", ["garbage", "truncated"])
+def test_a_damaged_kept_prompt_start_is_read_afresh_and_replaced(tiny_gguf, isolated_cache, damage):
+    """A kept copy damaged on disk (garbage, or cut short) costs only the time to read the prompt:
+    the question is answered as without a copy, and the damaged file is replaced by a good one."""
+    shared = [{"role": "system", "content": "Write Python. " + "Worked example. " * 60}]
+    options = GenerationOptions(max_new_tokens=2, temperature=0.0, stop_after_code=False, cache_key="data:a",
+                                shared_messages=len(shared))
+
+    def first_question(text: str) -> tuple[LlamaCppBackend, dict[str, float], str]:  # a session of its own
+        backend = load_llamacpp(tiny_gguf, "tiny")
+        try:
+            reply = backend.generate(shared + [{"role": "user", "content": text}], options)
+            return backend, backend.last_timings[0], reply.text
+        finally:
+            backend.close()
+
+    first, _, expected = first_question("Question: one?")
+    [kept] = list(first.kept_dir.glob("prompt-*.bin"))
+    good = kept.read_bytes()
+    kept.write_bytes(b"not a slot file " * 64 if damage == "garbage" else good[: len(good) // 2])
+
+    # llama.cpp aborts this whole process on a slot file cut short: the copy must never reach it
+    assert first_question("Question: one?")[2] == expected  # the same answer as with a good copy
+    [again] = list(first.kept_dir.glob("prompt-*.bin"))  # the prompt start read afresh and kept again
+    assert again.read_bytes() == good, "the damaged copy is replaced"
+
+
+def test_a_kept_copy_without_a_digest_of_its_contents_is_read_afresh(tiny_gguf, isolated_cache):
+    """A copy kept before its contents were checked (``prompt-{digest}.bin``) is never restored
+    unchecked: removed, read afresh, kept again with the digest."""
+    shared = [{"role": "system", "content": "Write Python. " + "Worked example. " * 60}]
+    options = GenerationOptions(max_new_tokens=2, temperature=0.0, stop_after_code=False, cache_key="data:a",
+                                shared_messages=len(shared))
+    backend = load_llamacpp(tiny_gguf, "tiny")
+    try:
+        backend.generate(shared + [{"role": "user", "content": "Question: one?"}], options)
+    finally:
+        backend.close()
+    [kept] = list(backend.kept_dir.glob("prompt-*.bin"))
+    unchecked = kept.with_name(kept.name.rsplit("-", 1)[0] + ".bin")
+    kept.rename(unchecked)
+    later = load_llamacpp(tiny_gguf, "tiny")
+    try:
+        later.generate(shared + [{"role": "user", "content": "Question: two?"}], options)
+    finally:
+        later.close()
+    assert not unchecked.exists() and [p.name for p in backend.kept_dir.glob("prompt-*.bin")] == [kept.name]
+
+
 def test_cache_keys_beyond_the_pinned_slots_take_the_least_recent_ones_slot(tiny):
     backend = dataclasses.replace(tiny, _pinned={}, _socket_dir="")  # the slot table alone (no family: no copy)
     pinned = backend.slots // 2

@@ -280,14 +280,14 @@ class LlamaCppBackend(BatchingBackend):
         if self.kept_dir is None:
             return
         digest = hashlib.sha256(json.dumps(list(shared), sort_keys=True).encode()).hexdigest()[:24]
-        kept = self.kept_dir / f"prompt-{digest}.bin"
         name = f"kept-{digest}.bin"  # llama.cpp reads and writes slot files only in its own folder
         here = os.path.join(self._socket_dir, name)
         try:
-            if kept.is_file():
+            kept = _intact_copy(self.kept_dir, digest)
+            if kept is not None:
                 self._restore_kept(slot, kept, name)
             else:
-                self._keep(slot, shared, kept, name)
+                self._keep(slot, shared, self.kept_dir, digest, name)
         except (OSError, PalError) as exc:
             log.debug("Prompt start not kept for slot %d (%s); it is read afresh.", slot, exc)
         finally:
@@ -304,7 +304,7 @@ class LlamaCppBackend(BatchingBackend):
             return
         os.utime(kept)  # used: pruned last
 
-    def _keep(self, slot: int, shared: Sequence[ChatMessage], kept: Path, name: str) -> None:
+    def _keep(self, slot: int, shared: Sequence[ChatMessage], folder: Path, digest: str, name: str) -> None:
         options = GenerationOptions(max_new_tokens=1, temperature=0.0, stop_after_code=False)
         body = {**self._request(shared, 1, options), "id_slot": slot}  # the last worked example's reply is continued
         self._generate([_Request(body, options)], None)
@@ -313,11 +313,13 @@ class LlamaCppBackend(BatchingBackend):
         except PalError as exc:
             log.debug("Prompt start not saved from slot %d (%s).", slot, exc)
             return
-        kept.parent.mkdir(parents=True, exist_ok=True)
+        folder.mkdir(parents=True, exist_ok=True)
+        here = os.path.join(self._socket_dir, name)
+        kept = folder / f"prompt-{digest}-{_content_digest(Path(here))}.bin"
         partial = kept.with_suffix(f".{os.getpid()}.partial")
-        shutil.copyfile(os.path.join(self._socket_dir, name), partial)
+        shutil.copyfile(here, partial)
         os.replace(partial, kept)  # whole or not at all, even with another session keeping it too
-        _prune(kept.parent, KEPT_PROMPTS)
+        _prune(folder, KEPT_PROMPTS)
 
     def _copy_slot(self, source: int, target: int) -> None:
         """Start slot ``target`` as a copy of slot ``source``'s cache (llama.cpp's slot save and
@@ -456,6 +458,33 @@ def kept_prompts_dir(info: GgufInfo, context: int) -> Path:
     stat = os.stat(info.path)
     identity = f"{os.path.realpath(info.path)}|{stat.st_size}|{stat.st_mtime_ns}|{XLLAMACPP_VERSION}|{context}"
     return cache_dir() / "prompts" / f"{Path(info.path).stem}-{hashlib.sha256(identity.encode()).hexdigest()[:16]}"
+
+
+def _content_digest(path: Path) -> str:
+    digest = hashlib.sha256()
+    with open(path, "rb") as f:
+        while chunk := f.read(1 << 20):
+            digest.update(chunk)
+    return digest.hexdigest()[:16]
+
+
+def _intact_copy(folder: Path, digest: str) -> Path | None:
+    """The kept copy of the prompt start ``digest`` whose contents still match the digest in its name
+    (``prompt-{digest}-{contents}.bin``); any other copy of it is removed.
+
+    Why: llama.cpp aborts the whole process (the user's kernel, when it runs there) on a slot file cut
+    short, so a copy damaged on disk is never handed to it; checking ~50 MB takes ~0.1 s. A copy kept
+    by a version before the check (no digest of its contents) is read afresh once and kept again."""
+    found = None
+    for path in folder.glob(f"prompt-{digest}*.bin"):
+        contents = path.stem.removeprefix(f"prompt-{digest}").removeprefix("-")
+        if found is None and contents and _content_digest(path) == contents:
+            found = path
+        else:
+            log.debug("Kept prompt start %s is damaged or unchecked; removed.", path)
+            with suppress(OSError):
+                path.unlink()
+    return found
 
 
 def _prune(folder: Path, keep: int) -> None:
