@@ -855,17 +855,31 @@ def brief_traceback(text: str) -> str:
     return "\n".join(kept) + "\n" if program_frames else text
 
 
-def repairs(paths: Sequence[str]) -> None:
-    """The repair prompt told the whole traceback, as the product tells it, against a brief one
-    (:func:`brief_traceback`): every collected program of a data view that raised an error is repaired
-    both ways, greedily, in its own conversation (as the product repairs), one way right after the
-    other in one slot (the second reads only its own feedback). Prints, per program, the feedback's
-    tokens, the tokens decoded and whether the repair's answer was right."""
+#: Ways to ask for a repair, compared by ``repairs``: the feedback as the product tells it (the whole
+#: traceback) or brief (:func:`brief_traceback`), and the product's request or a shorter one.
+SHORT_REPAIR_REQUEST = (
+    "First explain in one short plain sentence, for a beginner, what went wrong (start with "
+    "'Explanation:'). Then give the complete corrected program, with no comments, in one ```python "
+    "block that prints the answer."
+)
+REPAIR_VARIANTS = {
+    "asked": (False, prompts.REPAIR_REQUEST),  # the product's
+    "brief": (True, prompts.REPAIR_REQUEST),
+    "short": (False, SHORT_REPAIR_REQUEST),
+}
+
+
+def repairs(paths: Sequence[str], variants: Sequence[str]) -> None:
+    """Ways of asking for a repair (:data:`REPAIR_VARIANTS`) side by side: every collected program of a
+    data view that raised an error is repaired each way, greedily, in its own conversation (as the
+    product repairs), one way right after the other in one slot (each after the first reads only
+    what differs). Prints, per program, the tokens each way was told beyond what all share, the
+    tokens decoded and whether the repair's answer was right."""
     from pal_jupyter.evaluation.dataframes import build_frames
 
     frames = build_frames()
     backend = load_model("default", backend="llamacpp")
-    rows = {"whole": [], "brief": []}
+    rows: dict[str, list[tuple[int, int, bool]]] = {name: [] for name in variants}
     with KernelPool(ExecutorLimits(timeout_s=10)) as pool:
         for path in paths:
             for line in open(path):
@@ -884,21 +898,24 @@ def repairs(paths: Sequence[str]) -> None:
                     whole = prompts.execution_feedback(result, code=program["code"])
                     brief = whole.replace(result.error.traceback.strip(),
                                           brief_traceback(result.error.traceback).strip())
-                    if whole == brief:  # every frame was the program's: nothing to compare
+                    if "brief" in variants and whole == brief:  # every frame was the program's: nothing to compare
                         continue
                     messages = prompts.pal_messages(question, variables, style=style)
                     options = GenerationOptions(max_new_tokens=MAX_TOKENS, temperature=0.0,
                                                 cache_key="repairs", shared_messages=prompts.shared_messages(style))
                     told: dict[str, tuple[int, int, bool]] = {}
-                    for name, feedback in (("whole", whole), ("brief", brief)):
-                        asked = prompts.follow_up_messages(messages, program["reply"], feedback)
+                    first_length = 0
+                    for name in variants:
+                        is_brief, request = REPAIR_VARIANTS[name]
+                        asked = prompts.follow_up_messages(messages, program["reply"], brief if is_brief else whole,
+                                                           request=request)
                         reply = generate_candidates(backend, asked, 1, options)[0]
                         timing = backend.last_timings[0]
-                        length = (timing["cache_n"] or 0) + (timing["prompt_n"] or 0)
-                        if name == "whole":
-                            whole_length = length
-                        else:  # the whole traceback's turn: its prompt beyond what both share
-                            told["whole"] = (whole_length - (timing["cache_n"] or 0), *told["whole"][1:])
+                        if not told:
+                            first_length = (timing["cache_n"] or 0) + (timing["prompt_n"] or 0)
+                        elif len(told) == 1:  # the first way's turn: its prompt beyond what both share
+                            first = next(iter(told))
+                            told[first] = (first_length - (timing["cache_n"] or 0), *told[first][1:])
                         fixed = Candidate(name, _program(reply.text, pool, variables), record["expected"])
                         told[name] = (timing["prompt_n"] or 0, reply.completion_tokens, fixed.right)
                     for name, (feedback_tokens, decoded, right) in told.items():
@@ -908,7 +925,7 @@ def repairs(paths: Sequence[str]) -> None:
                                        for name, (t, d, r) in told.items()), flush=True)
     for name, results in rows.items():
         if results:
-            print(f"{name:<6} {sum(r for _, _, r in results)}/{len(results)} right; feedback tokens mean "
+            print(f"{name:<6} {sum(r for _, _, r in results)}/{len(results)} right; told tokens mean "
                   f"{statistics.mean(t for t, _, _ in results):.0f}, decoded mean {statistics.mean(d for _, d, _ in results):.0f}")
     print(_cpu())
 
@@ -993,6 +1010,7 @@ def main() -> None:
     turn.add_argument("--programs", action="store_true", help="print each program: its round, tokens, seconds")
     fixes = commands.add_parser("repairs")
     fixes.add_argument("files", nargs="+")
+    fixes.add_argument("--variants", default="asked,brief", help=f"comma-separated, of {', '.join(REPAIR_VARIANTS)}")
     speeds = commands.add_parser("calibrate")
     speeds.add_argument("--out", default="bench-results/rates.json")
     args = parser.parse_args()
@@ -1005,7 +1023,7 @@ def main() -> None:
     elif args.command == "calibrate":
         calibrate(args.out)
     elif args.command == "repairs":
-        repairs(args.files)
+        repairs(args.files, args.variants.split(","))
     else:
         score(args.files, json.loads(Path(args.rates).read_text()) if args.rates else None)
 

@@ -54,17 +54,17 @@ def repair_messages(
 
 
 def follow_up_messages(messages: Sequence[ChatMessage], reply: str, feedback: str, *,
-                       repeated: bool = False) -> list[ChatMessage]:
+                       repeated: bool = False, request: str = REPAIR_REQUEST) -> list[ChatMessage]:
     """The failed program's conversation continued: its prompt ``messages``, its ``reply`` as the model
-    wrote it, then what running it gave (``feedback``) and the request for an explanation and a
+    wrote it, then what running it gave (``feedback``) and the ``request`` for an explanation and a
     corrected program. ``repeated``: as in :func:`repair_messages`."""
     if not reply.strip():
         reply = "(no reply)"  # a chat template may drop an empty turn; the feedback says what was missing
-    follow_up = "\n\n".join(_what_happened(feedback, repeated))
+    follow_up = "\n\n".join(_what_happened(feedback, repeated, request))
     return [*messages, {"role": "assistant", "content": reply}, {"role": "user", "content": follow_up}]
 
 
-def _what_happened(feedback: str, repeated: bool) -> list[str]:
+def _what_happened(feedback: str, repeated: bool, request: str = REPAIR_REQUEST) -> list[str]:
     """The feedback (its end, when long: the end of a traceback says the most) and the request."""
     if len(feedback) > MAX_FEEDBACK_CHARS:
         feedback = "...\n" + feedback[-MAX_FEEDBACK_CHARS:]
@@ -72,4 +72,4 @@ def _what_happened(feedback: str, repeated: bool) -> list[str]:
     if repeated:
         parts.append("This program is unchanged from the previous attempt, which failed the same way. "
                      "Change the line the error points at.")
-    return [*parts, REPAIR_REQUEST]
+    return [*parts, request]
