@@ -856,16 +856,18 @@ def brief_traceback(text: str) -> str:
 
 
 #: Ways to ask for a repair, compared by ``repairs``: the feedback as the product tells it (the whole
-#: traceback) or brief (:func:`brief_traceback`), and the product's request or a shorter one.
-SHORT_REPAIR_REQUEST = (
-    "First explain in one short plain sentence, for a beginner, what went wrong (start with "
-    "'Explanation:'). Then give the complete corrected program, with no comments, in one ```python "
+#: traceback) or brief (:func:`brief_traceback`); the product's request, or the longer one before it
+#: (one or two sentences, comments allowed).
+LONGER_REPAIR_REQUEST = (
+    "First explain in one or two plain sentences, for a beginner, what went wrong and why "
+    "(start with 'Explanation:'). Then give the complete corrected program in one ```python "
     "block that prints the answer."
 )
 REPAIR_VARIANTS = {
     "asked": (False, prompts.REPAIR_REQUEST),  # the product's
     "brief": (True, prompts.REPAIR_REQUEST),
-    "short": (False, SHORT_REPAIR_REQUEST),
+    "longer": (False, LONGER_REPAIR_REQUEST),
+    "longer-brief": (True, LONGER_REPAIR_REQUEST),
 }
 
 
@@ -898,7 +900,8 @@ def repairs(paths: Sequence[str], variants: Sequence[str]) -> None:
                     whole = prompts.execution_feedback(result, code=program["code"])
                     brief = whole.replace(result.error.traceback.strip(),
                                           brief_traceback(result.error.traceback).strip())
-                    if "brief" in variants and whole == brief:  # every frame was the program's: nothing to compare
+                    if any(REPAIR_VARIANTS[name][0] for name in variants) and whole == brief:
+                        # every frame was the program's: nothing to compare
                         continue
                     messages = prompts.pal_messages(question, variables, style=style)
                     options = GenerationOptions(max_new_tokens=MAX_TOKENS, temperature=0.0,
@@ -1010,7 +1013,7 @@ def main() -> None:
     turn.add_argument("--programs", action="store_true", help="print each program: its round, tokens, seconds")
     fixes = commands.add_parser("repairs")
     fixes.add_argument("files", nargs="+")
-    fixes.add_argument("--variants", default="asked,brief", help=f"comma-separated, of {', '.join(REPAIR_VARIANTS)}")
+    fixes.add_argument("--variants", default="asked,longer", help=f"comma-separated, of {', '.join(REPAIR_VARIANTS)}")
     speeds = commands.add_parser("calibrate")
     speeds.add_argument("--out", default="bench-results/rates.json")
     args = parser.parse_args()
