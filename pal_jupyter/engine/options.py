@@ -26,8 +26,8 @@ from ..kernels.sandbox import readable_refusal
 #: more while they disagree: the method before it, kept to compare against).
 METHODS = ("careful", "vote")
 MAX_SAMPLES = 16  # programs per round; beyond this a batch costs more than the vote gains
-#: Programs sampled when the careful views disagree, or per round of the vote method, when the caller
-#: does not say (docs/benchmarks.md, "Careful first").
+#: Programs sampled per round of the vote method when the caller does not say (the careful method
+#: samples none: docs/benchmarks.md, "Careful first").
 DEFAULT_SAMPLES = 4
 #: Most programs one prompt may get when its programs disagree (docs/benchmarks.md, "Adaptive effort").
 DEFAULT_MAX_PROGRAMS = 15

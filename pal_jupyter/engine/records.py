@@ -141,7 +141,7 @@ class Program:
     messages: list[dict[str, str]]  # the chat prompt given to the model
     sample: int = 1  # which of the round's candidates, 1-based
     samples: int = 1  # candidates drawn in this round
-    view: str | None = None  # the careful view that wrote it greedily (engine.views); None: sampled
+    view: str | None = None  # the careful view that wrote it greedily (engine.views); None: sampled, or a repair
     cache_key: str | None = None  # the prompt cache its prompt was kept in (GenerationOptions.cache_key)
     shared_messages: int = 0  # its prompt's start that every question shares (GenerationOptions.shared_messages)
     completion: str = ""  # the model's raw reply
@@ -277,7 +277,7 @@ class Session:
     started_at: str = ""  # ISO 8601, UTC
     seconds: float = 0.0
     variables: list[str] = field(default_factory=list)  # names sent into the child kernel
-    samples: int = 1  # candidate programs per round (method careful: the programs sampled after a disagreement)
+    samples: int = 1  # candidate programs per round of the vote method (the careful method samples none)
     method: str = "vote"  # how the programs were asked for (engine.options.METHODS)
     vote: Vote | None = None  # the tally of the round that ended the question
     weak_votes: list[WeakVote] = field(default_factory=list)  # why more programs were written
