@@ -6,7 +6,7 @@
     python benchmarks/bench_views.py collect --suite one-liners --views plain,shots,terse
     python benchmarks/bench_views.py score FILE [FILE ...] [--rates bench-results/rates.json]
     python benchmarks/bench_views.py calibrate            # this CPU's prefill and decode speeds
-    python benchmarks/bench_views.py repairs FILE [FILE ...]   # the repair told the whole traceback or a brief one
+    python benchmarks/bench_views.py repairs FILE [FILE ...] [--variants asked,longer]   # ways to ask for a repair
     python benchmarks/bench_views.py turns [--suite one-liners]   # the product end to end beside the baseline
 
 ``collect`` asks the default model (llama.cpp, the product's backend and prompts) for every
@@ -782,7 +782,10 @@ def turns(args: argparse.Namespace) -> None:
 
     rows = _rows(args.suite, args.offset, args.limit)
     if args.rows:  # the suite's rows by number (after --offset): the questions a change is about
-        rows = [rows[int(i)] for i in args.rows.split(",")]
+        outside = [i for i in args.rows if not 0 <= i < len(rows)]
+        if outside:
+            raise SystemExit(f"--rows: the suite has rows 0-{len(rows) - 1} here, not {outside}")
+        rows = [rows[i] for i in args.rows]
     backend = load_model("default", backend="llamacpp")
     plain = GenerationOptions(max_new_tokens=MAX_TOKENS, temperature=0.0)
     table = {"default": [], "plain": []}
@@ -993,6 +996,14 @@ def _modelled_seconds(view: dict[str, Any], rates: dict[str, Any]) -> float:
     return seconds
 
 
+def _variants(text: str) -> list[str]:
+    names = text.split(",")
+    unknown = [name for name in names if name not in REPAIR_VARIANTS]
+    if unknown:
+        raise argparse.ArgumentTypeError(f"no repair variant {', '.join(unknown)}: choose of {', '.join(REPAIR_VARIANTS)}")
+    return names
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     commands = parser.add_subparsers(dest="command", required=True)
@@ -1009,11 +1020,13 @@ def main() -> None:
     turn.add_argument("--suite", choices=("one-liners", "gsm8k", *DATA_SUITES), default="one-liners")
     turn.add_argument("--offset", type=int, default=0)
     turn.add_argument("--limit", type=int, default=None)
-    turn.add_argument("--rows", help="comma-separated row numbers of the suite (after --offset), e.g. 16,26,28")
+    turn.add_argument("--rows", type=lambda text: [int(i) for i in text.split(",")],
+                      help="comma-separated row numbers of the suite (after --offset), e.g. 16,26,28")
     turn.add_argument("--programs", action="store_true", help="print each program: its round, tokens, seconds")
     fixes = commands.add_parser("repairs")
     fixes.add_argument("files", nargs="+")
-    fixes.add_argument("--variants", default="asked,longer", help=f"comma-separated, of {', '.join(REPAIR_VARIANTS)}")
+    fixes.add_argument("--variants", default="asked,longer", type=_variants,
+                       help=f"comma-separated, of {', '.join(REPAIR_VARIANTS)}")
     speeds = commands.add_parser("calibrate")
     speeds.add_argument("--out", default="bench-results/rates.json")
     args = parser.parse_args()
@@ -1026,7 +1039,7 @@ def main() -> None:
     elif args.command == "calibrate":
         calibrate(args.out)
     elif args.command == "repairs":
-        repairs(args.files, args.variants.split(","))
+        repairs(args.files, args.variants)
     else:
         score(args.files, json.loads(Path(args.rates).read_text()) if args.rates else None)
 
