@@ -109,6 +109,19 @@ def test_exception_is_clean_and_points_at_program_line(pool: KernelPool) -> None
     assert "IPython" not in err.traceback and "ipykernel" not in err.traceback
 
 
+def test_a_library_frame_is_named_from_its_package(pool: KernelPool) -> None:
+    """A pandas error's frames say "pandas/core/...", not the environment's absolute path (what the
+    repair prompt reads ~15 tokens a frame of, and what would show the user's home in a class log)."""
+    result = pool.run("import json\nimport pandas as pd\nframe = pd.DataFrame({'a': [1]})\n"
+                      "try:\n    json.loads('{')\nexcept ValueError:\n    frame['b']\n")
+    err = result.error
+    assert err is not None and err.ename == "KeyError"
+    assert 'File "pandas/core/frame.py", line' in err.traceback
+    assert 'File "json/decoder.py", line' in err.traceback  # the standard library's too
+    assert 'File "program.py", line 7, in <module>' in err.traceback
+    assert "site-packages" not in err.traceback and sys.prefix not in err.traceback
+
+
 def test_syntax_error_has_lineno(pool: KernelPool) -> None:
     result = pool.run("x = 1\ny = (2,\nprint(y)\nz = [\n")
     err = result.error

@@ -22,6 +22,9 @@ _FILE_RE = re.compile(
     r"^(?P<indent>\s*)File (?P<path>[^\"].*?):(?P<line>\d+)(?:,? in (?P<func>.+?))?\s*$"
 )
 _INTERNAL_PATHS = (f"{os.sep}IPython{os.sep}", f"{os.sep}ipykernel{os.sep}")
+# Where an installation keeps its libraries: a frame there is named from its package on
+# ("pandas/core/frame.py"), as a reader looks it up, not from the user's home or environment.
+_INSTALLED_RE = re.compile(r"^.*[/\\](?:site-packages|dist-packages|lib[/\\]python3\.\d+)[/\\]")
 # SyntaxError evalue names IPython's temp file: "invalid syntax (2070428553.py, line 2)"
 _TMP_SOURCE_RE = re.compile(r"\((?:\d+\.py|<ipython-input-[^>]*>), line (\d+)\)")
 # ipykernel's file name for a cell's code, as a crash trace shows it
@@ -67,8 +70,16 @@ def _rewrite_header(block: list[str], next_block: list[str] | None, ename: str) 
         if any(part in frame["path"] for part in _INTERNAL_PATHS):
             return None
         where = f", in {frame['func']}" if frame["func"] else ""
-        return [f'{frame["indent"]}File "{frame["path"]}", line {frame["line"]}{where}', *block[1:]]
+        return [f'{frame["indent"]}File "{library_path(frame["path"])}", line {frame["line"]}{where}', *block[1:]]
     return block
+
+
+def library_path(path: str) -> str:
+    """``path`` of a library module from its package on (``pandas/core/frame.py``); any other path as it is.
+
+    Why: the absolute path names the user's environment and nothing a reader (or a repair prompt)
+    needs, and costs ~15 tokens a frame; a pandas error is often ten frames deep."""
+    return _INSTALLED_RE.sub("", path)
 
 
 def _collapse_repeats(blocks: list[list[str]]) -> list[list[str]]:
