@@ -86,6 +86,7 @@ from pal_jupyter.evaluation.runner import read_rows
 from pal_jupyter.kernels import ExecutionResult, ExecutorLimits, KernelPool
 from pal_jupyter.kernels.charts import chart_from_json
 from pal_jupyter.kernels.results import ErrorInfo, StopReason
+from pal_jupyter.kernels.tracebacks import library_path
 
 GSM8K = Path(__file__).resolve().parents[2] / "shared" / "data" / "gsm8k" / "test.jsonl"
 USES = {q.question: q.uses for questions in SUITES.values() for q in questions}  # the frames a question is handed
@@ -136,11 +137,13 @@ def _ask(backend: Any, messages: list[dict[str, str]], n: int, options: Generati
 
 
 def _repair(backend: Any, pool: KernelPool, view: dict[str, Any], messages: list[dict[str, str]], question: str,
-            variables: dict[str, Any], key: str) -> dict[str, Any] | None:
+            variables: dict[str, Any], key: str, idioms: bool = False) -> dict[str, Any] | None:
     """The product's repair of ``view``'s program when it failed (checked alone, as the careful method
     checks a view): its conversation continued with what running it gave, in its own slot, right after
     it (llama.cpp's cache holds the prompt and the reply: only the feedback is read), written greedily
-    with the explanation first, as the product asks it. None when the program worked."""
+    with the explanation first, as the product asks it. None when the program worked. ``idioms``: the
+    pandas idioms most like the question (the third view's) are told before the request (``fixidioms``:
+    one request in place of the idioms' program and then a repair)."""
     program = view["programs"][0]
     failed = Program(index=1, kind="initial", messages=messages, code=program.get("code"))
     if failed.code is not None:  # run again for the whole traceback (the record keeps only its last line)
@@ -151,15 +154,18 @@ def _repair(backend: Any, pool: KernelPool, view: dict[str, Any], messages: list
         return None
     feedback = (prompts.execution_feedback(failed.execution, failed.correct, failed.code, off_target=failed.off_target)
                 if failed.execution is not None else "No Python code block was found in the reply.")
-    asked = prompts.follow_up_messages(messages, program["reply"], feedback)
+    request = prompts.REPAIR_REQUEST
+    if idioms:
+        request = f"{prompts.prompt_style(prompts.IDIOMS_STYLE).inline_examples(question)}\n\n{request}"
+    asked = prompts.follow_up_messages(messages, program["reply"], feedback, request=request)
     fix = _ask(backend, asked, 1, GenerationOptions(max_new_tokens=MAX_TOKENS, temperature=0.0), pool, variables,
                key=key)
     fix["feedback"] = feedback
     return fix
 
 
-VIEWS = ("plain", "zero", "terse", "shots", "fixed", "inline", "fix", "words", "reasoned", "t07", "t04", "t04f",
-         "t04n")
+VIEWS = ("plain", "zero", "terse", "shots", "fixed", "inline", "fix", "fixidioms", "words", "reasoned", "t07", "t04",
+         "t04f", "t04n")
 
 
 def _shared(options: GenerationOptions, style: str) -> GenerationOptions:
@@ -198,10 +204,12 @@ def collect_question(backend: Any, pool: KernelPool, row: dict[str, Any], seed: 
         if data and name in wanted:
             style = prompts.DATA_FIXED_STYLE if name == "fixed" else prompts.IDIOMS_STYLE
             views[name] = _ask(backend, messages, 1, _shared(code, style), pool, variables, key=fixed_key)
-    if data and "fix" in wanted and "fixed" in views:
-        fix = _repair(backend, pool, views["fixed"], fixed, question, variables, fixed_key)
-        if fix is not None:
-            views["fix"] = fix
+    for name in REPAIRS:  # each right after fixed, from the same cache state
+        if data and name in wanted and "fixed" in views:
+            fix = _repair(backend, pool, views["fixed"], fixed, question, variables, fixed_key,
+                          idioms=name == "fixidioms")
+            if fix is not None:
+                views[name] = fix
     if not data and "words" in wanted:  # in the programs' slot, after them: only its opening is read
         words = _ask(backend, reasoning.words_messages(question), 1,
                      GenerationOptions(max_new_tokens=reasoning.WORDS_TOKENS, temperature=0.0,
@@ -594,8 +602,8 @@ def _rules(collected: set[str]) -> dict[str, Rule]:
         rules["fixed+terse, the first that worked stands, else shots"] = _first_stands(
             "fixed", "terse", "shots", either=True)
     if {"fixed", "terse", "inline"} <= collected:
-        # views.DATA_PLAN: the product's plan for every question about data, charts included
-        rules["fixed+terse, the first that worked stands, else inline (the default)"] = _first_stands(
+        # the product's plan for every question about data, charts included, until the idioms were kept for charts
+        rules["fixed+terse, the first that worked stands, else inline (the idioms for all, before)"] = _first_stands(
             "fixed", "terse", "inline", either=True)
     for second in ("zero", "terse"):  # the product's rules, with either second view
         if not {"fixed", second, "inline", "t04n"} <= collected:
@@ -622,6 +630,13 @@ def _rules(collected: set[str]) -> dict[str, Rule]:
                     "fixed", "terse", ["fix", third])
                 rules[f"fixed+terse, the first that worked stands, else {third}, else fixed's repair"] = _then_each(
                     "fixed", "terse", [third, "fix"])
+    if {"fixed", "terse", "inline", "fix"} <= collected:  # views.plan_for: CHART_PLAN, DATA_PLAN
+        rules["charts: fixed+terse, the first that worked stands, else inline, else fixed's repair; others: the "
+              "same without inline (the default)"] = _by_kind(_then_each("fixed", "terse", ["inline", "fix"]),
+                                                               _then_each("fixed", "terse", ["fix"]))
+    if {"fixed", "terse", "fixidioms"} <= collected:  # one request where the idioms' program and a repair were two
+        rules["fixed+terse, the first that worked stands, else fixed's repair told the idioms"] = _then_each(
+            "fixed", "terse", ["fixidioms"])
     if {"shots", "terse", "words"} <= collected:
         rules["shots+terse, else words decide"] = _tiebreak("shots", "terse", "words", None)
         rules["shots+words, else terse decides"] = _tiebreak("shots", "words", "terse", None)
@@ -660,7 +675,7 @@ def score(paths: Sequence[str], rates: dict[str, Any] | None = None) -> None:
         candidates = [(r, _candidates(r, frames)) for r in chosen]
         every = set.intersection(*(set(r["views"]) for r in chosen))
         # views collected only where a rule can want them (samples, a repair): collected if any question has them
-        conditional = {v for r in chosen for v in r["views"] if v in SAMPLED_FROM or v == "fix"}
+        conditional = {v for r in chosen for v in r["views"] if v in SAMPLED_FROM or v in REPAIRS}
         for name, rule in _rules(every | conditional).items():
             right, seconds, tokens, sure, sure_right = 0, [], [], 0, 0
             MISSING_SAMPLES.clear()
@@ -721,6 +736,9 @@ def _written_together(record: dict[str, Any], used: list[str], rates: dict[str, 
     shorter = min(sum(_rows_of(record["views"], v)["tokens"]) for v in pair)
     return shorter * (2 * step["1"] - step["2"])
 
+
+#: The repairs of the first view's program: collected only where it failed.
+REPAIRS = ("fix", "fixidioms")
 
 #: The view whose prompt each set of samples is drawn from: collected right after it, the samples
 #: found that prompt in llama.cpp's cache, and so did the product when it asked that view first.
@@ -858,19 +876,37 @@ def brief_traceback(text: str) -> str:
     return "\n".join(kept) + "\n" if program_frames else text
 
 
+_FRAME_PATH_RE = re.compile(r'File "(?P<path>[^"]+)"')
+
+
+def short_paths(text: str) -> str:
+    """A traceback whose library frames name their module's file from its package on
+    (``pandas/core/frame.py``), not by the installation's absolute path (``kernels.tracebacks.library_path``,
+    which the product's tracebacks have used since this was measured: ``asked`` is the same now)."""
+    return _FRAME_PATH_RE.sub(lambda frame: f'File "{library_path(frame["path"])}"', text)
+
+
+def last_chain(text: str) -> str:
+    """:func:`short_paths`, of the last exception of a chain only (what was raised while handling, or
+    because of, an earlier one): a missing column's ``KeyError`` tells its key twice."""
+    return short_paths(text[text.rfind(_CHAIN_START):] if _CHAIN_START in text else text)
+
+
 #: Ways to ask for a repair, compared by ``repairs``: the feedback as the product tells it (the whole
-#: traceback) or brief (:func:`brief_traceback`); the product's request, or the longer one before it
+#: traceback) or cut (the function that cuts it); the product's request, or the longer one before it
 #: (one or two sentences, comments allowed).
 LONGER_REPAIR_REQUEST = (
     "First explain in one or two plain sentences, for a beginner, what went wrong and why "
     "(start with 'Explanation:'). Then give the complete corrected program in one ```python "
     "block that prints the answer."
 )
-REPAIR_VARIANTS = {
-    "asked": (False, prompts.REPAIR_REQUEST),  # the product's
-    "brief": (True, prompts.REPAIR_REQUEST),
-    "longer": (False, LONGER_REPAIR_REQUEST),
-    "longer-brief": (True, LONGER_REPAIR_REQUEST),
+REPAIR_VARIANTS: dict[str, tuple[Callable[[str], str] | None, str]] = {
+    "asked": (None, prompts.REPAIR_REQUEST),  # the product's
+    "brief": (brief_traceback, prompts.REPAIR_REQUEST),
+    "paths": (short_paths, prompts.REPAIR_REQUEST),
+    "last": (last_chain, prompts.REPAIR_REQUEST),
+    "longer": (None, LONGER_REPAIR_REQUEST),
+    "longer-brief": (brief_traceback, LONGER_REPAIR_REQUEST),
 }
 
 
@@ -901,20 +937,19 @@ def repairs(paths: Sequence[str], variants: Sequence[str]) -> None:
                     if result.error is None:
                         continue
                     whole = prompts.execution_feedback(result, code=program["code"])
-                    brief = whole.replace(result.error.traceback.strip(),
-                                          brief_traceback(result.error.traceback).strip())
-                    if any(REPAIR_VARIANTS[name][0] for name in variants) and whole == brief:
-                        # every frame was the program's: nothing to compare
-                        continue
+                    told_as = {name: _cut_feedback(whole, result.error.traceback, REPAIR_VARIANTS[name][0])
+                               for name in variants}
+                    if len(set(told_as.values())) == 1 and len(variants) > 1 and \
+                            len({REPAIR_VARIANTS[name][1] for name in variants}) == 1:
+                        continue  # every way tells it the same: nothing to compare
                     messages = prompts.pal_messages(question, variables, style=style)
                     options = GenerationOptions(max_new_tokens=MAX_TOKENS, temperature=0.0,
                                                 cache_key="repairs", shared_messages=prompts.shared_messages(style))
                     told: dict[str, tuple[int, int, bool]] = {}
                     first_length = 0
                     for name in variants:
-                        is_brief, request = REPAIR_VARIANTS[name]
-                        asked = prompts.follow_up_messages(messages, program["reply"], brief if is_brief else whole,
-                                                           request=request)
+                        asked = prompts.follow_up_messages(messages, program["reply"], told_as[name],
+                                                           request=REPAIR_VARIANTS[name][1])
                         reply = generate_candidates(backend, asked, 1, options)[0]
                         timing = backend.last_timings[0]
                         if not told:
@@ -934,6 +969,11 @@ def repairs(paths: Sequence[str], variants: Sequence[str]) -> None:
             print(f"{name:<6} {sum(r for _, _, r in results)}/{len(results)} right; told tokens mean "
                   f"{statistics.mean(t for t, _, _ in results):.0f}, decoded mean {statistics.mean(d for _, d, _ in results):.0f}")
     print(_cpu())
+
+
+def _cut_feedback(feedback: str, traceback: str, cut: Callable[[str], str] | None) -> str:
+    """The repair's ``feedback`` with its ``traceback`` cut by ``cut`` (``None``: as it is)."""
+    return feedback if cut is None else feedback.replace(traceback.strip(), cut(traceback).strip())
 
 
 # ------------------------------------------------------------------------------------------ calibrate

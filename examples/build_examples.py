@@ -113,8 +113,8 @@ PANDAS = notebook(
         "A question about data, a chart included, gets two greedy programs from two independent prompts: one "
         "after four fixed pandas examples, one from only the description of the data. When they print the same "
         "answer (or draw the same data) it is shown as sure; when they do not, the first that worked stands, not "
-        "sure; when both failed, a third program after the pandas idioms most like the question joins the "
-        "vote.\n\n" + SAVED_OUTPUTS
+        "sure; when both failed, a chart gets a third program after the pandas idioms most like the question, "
+        "which joins the vote, and any other question goes straight to the repair.\n\n" + SAVED_OUTPUTS
     ),
     new_code_cell("%load_ext pal_jupyter"),
     new_code_cell(
@@ -141,8 +141,8 @@ OPTIONS = notebook(
     new_markdown_cell(
         "# A tour of the `%%pal` options\n\n"
         "How programs are asked for: `--method careful` (the default) writes two greedy programs from "
-        "independent prompts and, only when they disagree about data, asks more: a third program after the "
-        "pandas idioms most like the question when both failed (charts are asked the same way); "
+        "independent prompts and, only when they disagree about a chart, asks more: a third program after the "
+        "pandas idioms most like the question when both failed; "
         "`--method vote` is the method before it: `--samples` programs sampled from one prompt, the answer "
         "most of them print wins, and more are written while fewer than 3 in 5 agree. `--seed` makes sampled "
         "programs repeatable.\n\n" + SAVED_OUTPUTS

@@ -269,15 +269,15 @@ def _careful_round(session: Session, round_: _Round, index: int, messages: list[
                    notebook_text: str | None, style: str | None, repair_key: str | None = None) -> list[Program]:
     """A round of the careful method (:mod:`.views`). The first: two independent greedy views (written
     at once, then run); when they do not agree, the answer of the first view whose program worked
-    stands if the plan says so; else the plan's third view (a question about data: the idioms most like
-    it) writes a greedy program that joins the vote. A repair round: one greedy correction, ``messages``
+    stands if the plan says so; else the plan's third view (a chart: the idioms most like the question),
+    when it has one, writes a greedy program that joins the vote. A repair round: one greedy correction, ``messages``
     the failed program's conversation continued, in its prompt cache (``repair_key``)."""
     if index > 1:
         candidates = round_.run(index, messages, session.question, count=1, cache_key=repair_key)
         session.programs.extend(candidates)
         session.vote = take_vote(candidates)
         return candidates
-    plan = views.plan_for(round_.variables, style)
+    plan = views.plan_for(session.question, round_.variables, style)
     candidates = _write_views(session, round_, plan.views, 0, notebook_text)
     session.programs.extend(candidates)
     preferred = candidates[0].sample  # a tie goes to the first view, each plan's best alone

@@ -19,9 +19,18 @@ the same answer, the question is done and the answer is shown as sure. When they
 word problem stops there (above); a question about data keeps the answer of the first view whose
 program worked (shown as not sure):
 the first view was the right one every time the plain view disagreed on the DataFrame suite (7 of 7,
-and 4 of 4 in the collection before the fourth example). Only when both failed is a third greedy
-program written, from the idioms most like the question placed after the data (``data-inline``, in
-the first view's slot: it reads only the idioms and the question), which joins the vote. Nothing is
+and 4 of 4 in the collection before the fourth example). When both failed, a question about data
+goes straight to the repair (the failed program's conversation continued with what running it gave:
+an explanation and a corrected program), and so does a chart unless a third greedy program answers
+it first: written from the idioms most like the question placed after the data (``data-inline``, in
+the first view's slot: it reads only the idioms and the question), it joins the vote.
+
+Why the idioms for a chart only: on the 22 chart questions, after two failed views, the idioms' program
+drew 2 more charts right than the repair did, in about the same time (19 of 22 against 17; 20 against
+17 in the collection before); on the DataFrame suite's 40 other questions it answered one more than
+the repair, and cost 2.6 s more a question at the AVX2 EPYC's speeds (the suite: 37 of 45 at 1.90
+times the baseline's time, where the idioms for every question answered 38 at 2.12 times:
+docs/benchmarks.md, "The idioms for a chart only"). Nothing is
 sampled: a chart was asked the idioms first and, when its views disagreed, four programs sampled at
 0.4, which answered 20 of the 22 chart questions at 1.44 times the time of the plan for data, which
 answered the same 20 (docs/benchmarks.md, "Charts asked as any question about data").
@@ -131,16 +140,18 @@ DATA_ZERO = View("zero", "the data described, no worked examples, the code alone
 IDIOMS = View("idioms", "the fixed pandas examples, the data, then the idioms like the question's, one greedy "
               "program", style=prompts.IDIOMS_STYLE, cache="data", slot_per_data=True)
 
-#: A word problem; a question about the user's data (``--use``), a chart of it included.
+#: A word problem; a question about the user's data (``--use``); a chart of it.
 WORD_PLAN = Plan(SHOTS, ZERO)
-DATA_PLAN = Plan(DATA_FIXED, DATA_ZERO, then=IDIOMS, worked_stands=True)
+DATA_PLAN = Plan(DATA_FIXED, DATA_ZERO, worked_stands=True)
+CHART_PLAN = Plan(DATA_FIXED, DATA_ZERO, then=IDIOMS, worked_stands=True)
 
 
-def plan_for(variables: Mapping[str, Any] | None, style: str | None = None) -> Plan:
-    """How a question is asked: a word problem (no ``variables``) or a question about data. A chosen
-    prompt ``style`` (an adapter's own, or the caller's) replaces the first view's worked examples; the
-    second view stays independent of it."""
-    plan = WORD_PLAN if not variables else DATA_PLAN
+def plan_for(question: str, variables: Mapping[str, Any] | None, style: str | None = None) -> Plan:
+    """How ``question`` is asked: a word problem (no ``variables``), a question about data, or one that
+    asks for a chart of it (:func:`~pal_jupyter.prompts.asks_for_chart`). A chosen prompt ``style`` (an
+    adapter's own, or the caller's) replaces the first view's worked examples; the second view stays
+    independent of it."""
+    plan = WORD_PLAN if not variables else CHART_PLAN if prompts.asks_for_chart(question) else DATA_PLAN
     if style is None or style == plan.first.style:
         return plan
     return Plan(View(plan.first.name, f"prompt style {style}, one greedy program", style=style), plan.second)

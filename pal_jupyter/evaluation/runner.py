@@ -63,7 +63,7 @@ class Config:
         guard = "" if self.guard else " no-guard"
         runtime = "" if self.backend == "auto" else f"{self.backend} "
         if self.method == "careful":
-            return (f"careful (2 greedy views; data: the idioms when both fail) {runtime}{self.dtype} "
+            return (f"careful (2 greedy views; a chart: the idioms when both fail) {runtime}{self.dtype} "
                     f"{self.prompt or 'default-prompt'}{temperature}{guard}")
         effort = f" (up to {self.max_programs})" if self.samples > 1 and self.max_programs > self.samples else ""
         words = f" +{self.second_opinion}" if self.samples > 1 and self.second_opinion != "off" else ""
