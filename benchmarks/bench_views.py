@@ -7,7 +7,7 @@
     python benchmarks/bench_views.py score FILE [FILE ...] [--rates bench-results/rates.json]
     python benchmarks/bench_views.py calibrate            # this CPU's prefill and decode speeds
     python benchmarks/bench_views.py repairs FILE [FILE ...] [--variants asked,longer]   # ways to ask for a repair
-    python benchmarks/bench_views.py turns [--suite one-liners]   # the product end to end beside the baseline
+    python benchmarks/bench_views.py turns [--suite one-liners] [--vote]   # the product end to end beside the baseline
 
 ``collect`` asks the default model (llama.cpp, the product's backend and prompts) for every
 *view* of each question, runs each program in a real child kernel (the DataFrame suite's frames
@@ -793,9 +793,15 @@ ONE_LINERS = (
 )
 
 
+#: The vote method as it was the default when issue 32 was filed: 5 programs sampled at 0.7, the answer
+#: worked out in words when fewer than 3 in 5 agree, then more programs up to 15.
+VOTE_DEFAULT = {"method": "vote", "samples": 5, "temperature": 0.7, "second_opinion": "words", "max_programs": 15}
+
+
 def turns(args: argparse.Namespace) -> None:
     """End to end, as a user waits: ``solve()`` with the product's defaults (the careful method, its
-    views, samples and repairs) beside the plainest baseline, question by question in one run."""
+    views, samples and repairs) beside the plainest baseline, question by question in one run; with
+    ``--vote``, the vote method too, as it was the default when issue 32 was filed (:data:`VOTE_DEFAULT`)."""
     from pal_jupyter import solve
 
     rows = _rows(args.suite, args.offset, args.limit)
@@ -806,7 +812,7 @@ def turns(args: argparse.Namespace) -> None:
         rows = [rows[i] for i in args.rows]
     backend = load_model("default", backend="llamacpp")
     plain = GenerationOptions(max_new_tokens=MAX_TOKENS, temperature=0.0)
-    table = {"default": [], "plain": []}
+    table: dict[str, list[tuple[bool, float, bool]]] = {"default": [], "plain": [], **({"vote": []} if args.vote else {})}
     with KernelPool(ExecutorLimits(timeout_s=10)) as pool:
         for row in rows:
             question, variables, expected = question_of(row), row.get("variables") or {}, expected_of(row)
@@ -822,9 +828,18 @@ def turns(args: argparse.Namespace) -> None:
             right = final is not None and is_correct(final.program_answer, final.execution, expected)
             table["default"].append((right, seconds, session.confidence == "high"))
             table["plain"].append((baseline.right, view["seconds"], False))
+            voted = ""
+            if args.vote:
+                start = time.perf_counter()
+                vote = solve(question, variables=variables or None, model=backend, executor=pool, **VOTE_DEFAULT)
+                vote_seconds = time.perf_counter() - start
+                vote_right = vote.succeeded and is_correct(vote.final.program_answer, vote.final.execution, expected)
+                table["vote"].append((vote_right, vote_seconds, vote.confidence == "high"))
+                voted = (f" | vote {'right' if vote_right else 'wrong'} {vote_seconds:5.1f} s ({vote.confidence}, "
+                         f"{len(vote.programs)} programs)")
             print(f"{question[:60]:<60} default {'right' if right else 'wrong'} {seconds:5.1f} s "
                   f"({session.confidence}, {len(session.programs)} programs) | plain "
-                  f"{'right' if baseline.right else 'wrong'} {view['seconds']:5.1f} s", flush=True)
+                  f"{'right' if baseline.right else 'wrong'} {view['seconds']:5.1f} s{voted}", flush=True)
             if args.programs:
                 for program in session.programs:
                     print(f"    round {program.index} {program.kind:<8} {program.view or '-':<7} prompt "
@@ -1063,6 +1078,8 @@ def main() -> None:
     turn.add_argument("--rows", type=lambda text: [int(i) for i in text.split(",")],
                       help="comma-separated row numbers of the suite (after --offset), e.g. 16,26,28")
     turn.add_argument("--programs", action="store_true", help="print each program: its round, tokens, seconds")
+    turn.add_argument("--vote", action="store_true",
+                      help="the vote method too, as the default was before the careful method (5 at 0.7, words, up to 15)")
     fixes = commands.add_parser("repairs")
     fixes.add_argument("files", nargs="+")
     fixes.add_argument("--variants", default="asked,longer", type=_variants,
