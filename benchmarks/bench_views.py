@@ -812,7 +812,8 @@ def turns(args: argparse.Namespace) -> None:
         rows = [rows[i] for i in args.rows]
     backend = load_model("default", backend="llamacpp")
     plain = GenerationOptions(max_new_tokens=MAX_TOKENS, temperature=0.0)
-    table: dict[str, list[tuple[bool, float, bool]]] = {"default": [], "plain": [], **({"vote": []} if args.vote else {})}
+    table: dict[str, list[tuple[bool, float, bool]]] = {name: [] for name in ("default", "plain", "vote")
+                                                          if name != "vote" or args.vote}
     with KernelPool(ExecutorLimits(timeout_s=10)) as pool:
         for row in rows:
             question, variables, expected = question_of(row), row.get("variables") or {}, expected_of(row)
@@ -954,9 +955,8 @@ def repairs(paths: Sequence[str], variants: Sequence[str]) -> None:
                     whole = prompts.execution_feedback(result, code=program["code"])
                     told_as = {name: _cut_feedback(whole, result.error.traceback, REPAIR_VARIANTS[name][0])
                                for name in variants}
-                    if len(set(told_as.values())) == 1 and len(variants) > 1 and \
-                            len({REPAIR_VARIANTS[name][1] for name in variants}) == 1:
-                        continue  # every way tells it the same: nothing to compare
+                    if len(variants) > 1 and len({(told_as[name], REPAIR_VARIANTS[name][1]) for name in variants}) == 1:
+                        continue  # every way asks it the same: nothing to compare
                     messages = prompts.pal_messages(question, variables, style=style)
                     options = GenerationOptions(max_new_tokens=MAX_TOKENS, temperature=0.0,
                                                 cache_key="repairs", shared_messages=prompts.shared_messages(style))
@@ -1055,7 +1055,8 @@ def _variants(text: str) -> list[str]:
     names = text.split(",")
     unknown = [name for name in names if name not in REPAIR_VARIANTS]
     if unknown:
-        raise argparse.ArgumentTypeError(f"no repair variant {', '.join(unknown)}: choose of {', '.join(REPAIR_VARIANTS)}")
+        raise argparse.ArgumentTypeError(f"no repair variant {', '.join(unknown)}: "
+                                         f"choose of {', '.join(REPAIR_VARIANTS)}")
     return names
 
 
@@ -1079,7 +1080,8 @@ def main() -> None:
                       help="comma-separated row numbers of the suite (after --offset), e.g. 16,26,28")
     turn.add_argument("--programs", action="store_true", help="print each program: its round, tokens, seconds")
     turn.add_argument("--vote", action="store_true",
-                      help="the vote method too, as the default was before the careful method (5 at 0.7, words, up to 15)")
+                      help="the vote method too, as the default was before the careful method "
+                           "(5 at 0.7, words, up to 15)")
     fixes = commands.add_parser("repairs")
     fixes.add_argument("files", nargs="+")
     fixes.add_argument("--variants", default="asked,longer", type=_variants,

@@ -151,8 +151,8 @@ def test_a_data_question_whose_two_views_fail_is_repaired_without_the_idioms(poo
     slot (the idioms answered one more of 40 such questions than the repair, at 2.6 s more a question)."""
     sales = pd.DataFrame({"region": ["East", "West", "East"], "units": [3, 4, 5]})
     question = "How many units were sold in the East region? Print just the number."
-    model = ScriptedBackend([fenced("print(sales['unit'].sum())"), fenced("print(sales['units'].sum(axis=2))"),
-                             "Explanation: the column is `units`.\n" + fenced("print(sales.units[sales.region == 'East'].sum())")])
+    corrected = "Explanation: the column is `units`.\n" + fenced("print(sales.units[sales.region == 'East'].sum())")
+    model = ScriptedBackend([fenced("print(sales['unit'].sum())"), fenced("print(sales['units'].sum(axis=2))"), corrected])
     session = solve(question, model=model, executor=pool, variables={"sales": sales}, samples=4)
     assert model.batch_sizes == [1, 1, 1]  # the two views, then the repair
     assert [a.view for a in session.programs[:2]] == ["fixed", "zero"]

@@ -181,8 +181,8 @@ OPTIONS: dict[str, Option] = {o.name: o for o in (
            "llama.cpp uses the GGUF file's own quantisation)", choices=("auto", "float32", "bfloat16", "float16")),
     Option("method", str, METHODS[0], "how programs are asked for: careful (two independent greedy programs; when they "
            "disagree, a word problem's first program stands, and for --use data (charts included) the answer of the "
-           "first program that worked stands; when both failed, a chart gets one more from pandas idioms) or vote (SAMPLES sampled "
-           "programs per attempt; the answer most of them print wins)", choices=METHODS),
+           "first program that worked stands; when both failed, a chart gets one more from pandas idioms) or vote "
+           "(SAMPLES sampled programs per attempt; the answer most of them print wins)", choices=METHODS),
     Option("samples", int, DEFAULT_SAMPLES, "method vote: programs sampled per attempt (the careful method samples "
            "none)", flags=("-k",), low=0, high=MAX_SAMPLES),
     Option("max_programs", int, DEFAULT_MAX_PROGRAMS, "method vote: most programs per attempt: while fewer than 3 "
