@@ -103,3 +103,22 @@ def test_default_model_check_finds_a_planted_bug(default_model, pool):
     assert result.verdict == "error" and result.line == 4 and "line 4" in result.hint
     assert len(result.explanation) > 20
     assert result.corrected is not None and "toulouse" in result.corrected  # verified: it prints 260
+
+
+def test_default_model_prints_a_real_tables_answer_in_the_format_the_question_asks(default_model, pool):
+    """InfiAgent-DABench's question 24 (development part) on its real CSV file: the answer comes out in the
+    question's own format (`@mean_age[...]`, two decimals), and the answer line names it."""
+    from pathlib import Path
+
+    from pal_jupyter.evaluation import dabench
+
+    data = Path(__file__).resolve().parents[2] / "shared" / "data" / "dabench"
+    if not data.exists():
+        pytest.skip("shared/data/dabench is not beside the checkout")
+    question = next(q for q in dabench.load_questions(data) if q.id == 24)
+    session = solve(question.text, model=default_model, executor=pool,
+                    variables={"df": dabench.read_table(data, question)})
+    assert session.succeeded
+    printed = session.final.execution.stdout
+    assert dabench.is_right(printed, question.labels), printed
+    assert session.final.program_answer.kind == "parts" and session.answer == "mean_age 39.21"

@@ -122,6 +122,25 @@ def test_a_library_frame_is_named_from_its_package(pool: KernelPool) -> None:
     assert "site-packages" not in err.traceback and sys.prefix not in err.traceback
 
 
+def test_the_analysts_libraries_the_prompt_names_run_in_a_programs_kernel(pool: KernelPool) -> None:
+    """What the data prompt says is installed (prompts.styles.ANALYSIS_LIBRARIES) is: a t-test, a
+    regression and a model fit in the programs' kernel, sandboxed too; and a module that is not there
+    is told to the repair as such, with what to use instead."""
+    from pal_jupyter import prompts
+
+    code = ("import scipy.stats, statsmodels.api as sm, seaborn\nfrom sklearn.linear_model import LinearRegression\n"
+            "import numpy as np\nx = np.arange(20.0)\ny = 2 * x + 1\n"
+            "print(round(scipy.stats.pearsonr(x, y)[0], 3), round(sm.OLS(y, sm.add_constant(x)).fit().params[1], 3),\n"
+            "      round(LinearRegression().fit(x.reshape(-1, 1), y).coef_[0], 3))\n")
+    result = pool.run(code)
+    assert result.ok, result.error
+    assert result.stdout.split() == ["1.0", "2.0", "2.0"]
+    missing = pool.run("import pingouin")
+    assert missing.error is not None and missing.error.ename == "ModuleNotFoundError"
+    feedback = prompts.execution_feedback(missing, None, "import pingouin")
+    assert "pingouin is not installed where programs run" in feedback and "scikit-learn" in feedback
+
+
 def test_syntax_error_has_lineno(pool: KernelPool) -> None:
     result = pool.run("x = 1\ny = (2,\nprint(y)\nz = [\n")
     err = result.error

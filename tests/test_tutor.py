@@ -36,6 +36,16 @@ def test_scrub_replaces_only_the_answer():
     assert scrub_answer("Half of 48 is 24, so 48 + 24 = 72 clips ($72.0).", 72) == "Half of 48 is 24, so 48 + 24 = ___ clips (___)."
 
 
+def test_every_part_of_an_answer_of_several_is_blanked_from_a_candidate_skeleton():
+    from pal_jupyter.classroom.tutor import _scrub_candidate
+    from pal_jupyter.engine.vote import read_answer
+    from pal_jupyter.kernels import ExecutionResult, StopReason
+
+    answer = read_answer(ExecutionResult(StopReason.OK, stdout="@mean_fare[34.69]\n@busiest[Harbour]\n"))
+    text = _scrub_candidate('mean_fare = 34.69  # as printed\nbusiest = "Harbour"\n', answer)
+    assert "34.69" not in text and "Harbour" not in text and text.count("___") == 2
+
+
 def test_hint_ladder_from_a_private_solve(pool):
     plan_reply = "1. How many clips in May?\n2. So the total is 72, right?"  # a model that blurts the answer
     model = ScriptedBackend([f"```python\n{PROGRAM}\n```", plan_reply])

@@ -354,3 +354,49 @@ def test_a_program_that_never_selects_the_named_month_is_sent_back():
     assert take_vote(programs).winner.answer.value == march and take_vote(programs).winner.votes == 2
     feedback = prompts.execution_feedback(programs[0].execution, off_target=programs[0].off_target)
     assert "every date" in feedback and "to_period('M') == '2024-03'" in feedback
+
+
+# ------------------------------------------------------------------ the question's own format for the answer
+
+ASKS_FORMAT = ("What are the mean and the standard deviation of the fare? Answer format: @mean_fare[mean], "
+               "@std_fare[std], each rounded to two decimal places.")
+
+
+def test_an_answer_in_the_asked_format_is_every_part_with_its_name():
+    answer = read_answer(ran("computing...\n@mean_fare[34.69]\n@std_fare[55.91]\n"))
+    assert (answer.kind, answer.text) == ("parts", "mean_fare 34.69, std_fare 55.91")
+    same = read_answer(ran("@std_fare[55.910] @mean_fare[34.69]\n"))
+    other = read_answer(ran("@mean_fare[34.69]\n@std_fare[55.92]\n"))
+    assert answer.same_as(same) and not answer.same_as(other)  # every part must agree, not the last line
+
+
+def test_a_program_that_drops_an_asked_part_or_prints_a_template_is_sent_back():
+    programs = [candidate(1, "@mean_fare[34.69]\n@std_fare[55.91]\n"), candidate(2, "34.69\n55.91\n"),
+                candidate(3, "@mean_fare[34.69]\n"), candidate(4, "@mean_fare[{mean_fare}] @std_fare[{std}]\n")]
+    mark_off_target(programs, ASKS_FORMAT)
+    assert programs[0].off_target is None
+    assert programs[1].error_type == programs[2].error_type == "NotInFormat"
+    assert "@std_fare[...] is missing" in programs[2].off_target
+    assert programs[3].error_type == "Template" and "{mean_fare}" in programs[3].off_target
+    feedback = prompts.execution_feedback(programs[3].execution, None, "print('@mean_fare[{mean_fare}]')",
+                                          off_target=programs[3].off_target)
+    assert "f-string is missing its f" in feedback
+
+
+def test_a_question_without_a_format_keeps_the_products_reading():
+    programs = [candidate(1, "Total: {'a': 1}\n"), candidate(2, "East 134.5\n")]
+    mark_off_target(programs, "Which region sold the most, and how much?")
+    assert programs[0].off_target is None and programs[1].off_target is None
+    assert programs[1].program_answer.kind == "number"
+
+
+def test_a_boolean_printed_where_the_question_offers_words_is_sent_back():
+    question = ('Is the column normally distributed? Answer format: @is_normal[response], where "response" is a '
+                'string that takes the value "yes" if it is, and "no" if it is not.')
+    programs = [candidate(1, "@is_normal[True]\n"), candidate(2, "@is_normal[no]\n")]
+    mark_off_target(programs, question)
+    assert programs[0].error_type == "NotInFormat" and '"yes", "no"' in programs[0].off_target
+    assert programs[1].off_target is None
+    either = candidate(3, "@flag[True]\n")  # a question that offers no words of its own takes True as it is
+    mark_off_target([either], "Is any fare missing? Answer format: @flag[value]")
+    assert either.off_target is None

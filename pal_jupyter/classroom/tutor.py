@@ -198,10 +198,19 @@ def competing_approaches(session: Session, with_skeletons: bool, limit: int = 3)
 
 
 def _scrub_candidate(text: str, answer: ProgramAnswer) -> str:
-    """A number or a text answer blanked; a table or a chart is printed or drawn, never in the code."""
+    """A number or a text answer blanked, each part of an answer of several; a table or a chart is printed
+    or drawn, never in the code."""
     if answer.kind == "number":
         return scrub_answer(text, answer.value)
+    if answer.kind == "parts":
+        for value in answer.part_values():
+            number = parse_number(value) if _NUMBER_ONLY.fullmatch(value) else None
+            text = scrub_answer(text, number) if number is not None else scrub_words(text, value)
+        return text
     return scrub_words(text, answer.key) if answer.kind == "text" else text
+
+
+_NUMBER_ONLY = re.compile(r"-?\d+(?:\.\d+)?(?:e[-+]?\d+)?")
 
 
 def scrub_words(text: str, key: str) -> str:

@@ -15,8 +15,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..kernels.results import ErrorInfo, ExecutionResult, StopReason
-from ..prompts.feedback import (DREW_NO_DATA, IGNORES, NUMBER_FOR_NAME, OTHER_KIND, PRINTED_NOTHING, TABLE_FOR_NUMBER,
-                                TOO_MANY_BARS)
+from ..prompts.feedback import (DREW_NO_DATA, IGNORES, MISSING_PARTS, NUMBER_FOR_NAME, OTHER_KIND, PRINTED_NOTHING,
+                                TABLE_FOR_NUMBER, TEMPLATE, TOO_MANY_BARS)
 from .answers import numbers_match
 
 
@@ -37,10 +37,15 @@ def to_jsonable(value: Any) -> Any:
 class ProgramAnswer:
     """What one program answered (read by :func:`pal_jupyter.engine.vote.read_answer`)."""
 
-    kind: str  # "number", "text", "table" or "figure"
-    text: str  # for people: the last line printed, "a table (5 lines)", "a bar chart (East 134, ...)"
+    kind: str  # "number", "text", "table", "figure" or "parts" (several values, each printed as @name[value])
+    # for people: the last line printed, "mean 3.5, std 1.2", "a table (5 lines)", "a bar chart (East 134, ...)"
+    text: str
     value: float | None = None  # the number, for kind "number"
     key: str = ""  # what equal answers share (numbers compare by value instead)
+
+    def part_values(self) -> list[str]:
+        """The values of an answer of kind "parts" (``@name[value]`` each), as its key holds them."""
+        return [part.partition("=")[2] for part in self.key.split("; ")] if self.kind == "parts" else []
 
     def same_as(self, other: ProgramAnswer) -> bool:
         if self.kind != other.kind:
@@ -189,7 +194,9 @@ class Program:
         """A short label for what went wrong: exception name, stop reason, NoCode, ReplacedData,
         NoOutput (it ran and printed nothing), MissingValue (it printed nan or None), NotANumber (a
         table where one number was asked for), NotAName (a number where a name was asked for), EmptyChart
-        (a chart that drew no data), NotGrouped (more bars than the column it is per has values),
+        (a chart that drew no data), Template (a field's name in braces: an f-string without its f),
+        NotInFormat (not the ``@name[value]`` parts the question asks for), NotGrouped (more bars than the
+        column it is per has values),
         WrongChartKind (a bar chart where the question asks for a line chart, and so on), IgnoresFilter
         (it never uses a value or a period of the data the question names) or WrongAnswer."""
         if self.code is None:
@@ -207,6 +214,10 @@ class Program:
                 return "IgnoresFilter"
             if self.off_target.startswith(NUMBER_FOR_NAME):
                 return "NotAName"
+            if self.off_target.startswith(TEMPLATE):
+                return "Template"
+            if self.off_target.startswith(MISSING_PARTS):
+                return "NotInFormat"
             if self.off_target.startswith(TOO_MANY_BARS):
                 return "NotGrouped"
             if self.off_target.startswith(OTHER_KIND):

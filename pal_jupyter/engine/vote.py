@@ -41,8 +41,9 @@ from collections.abc import Sequence
 from .answers import parse_number
 from .charts import KIND_NAMES, chart_answer
 from ..kernels import ExecutionResult
-from ..prompts.feedback import (DREW_NO_DATA, PRINTED_NOTHING, TABLE_FOR_NUMBER, ignores, ignores_period, no_value,
-                                number_for_name, other_kind, too_many_bars)
+from ..prompts.feedback import (DREW_NO_DATA, PRINTED_NOTHING, TABLE_FOR_NUMBER, boolean_for_words, ignores,
+                                ignores_period, missing_parts, no_value, number_for_name, other_kind, printed_template,
+                                too_many_bars)
 from .filters import NamedGroup, NamedPeriod, NamedValue, ignored_values
 from .records import NO_DATA_KEY, UNREAD_FIGURE_KEY, Program, ProgramAnswer, Session, Vote, VoteGroup, WeakVote
 
@@ -75,6 +76,12 @@ _NUMBER_WORDING = re.compile(r"\bnumbers?\b(?!\s+of\b)|\bnumeric\b|\bhow (?:many
                              r"\bindex\b|\bzip\b|\bpostcode\b|\bwhich (?:\w+ )?(?:year|day|week|quarter)\b",
                              re.IGNORECASE)
 _BARE_NUMBER = re.compile(r"[-+]?\d[\d,]*(?:\.\d+)?")
+# An answer printed as the question asks ("@mean_fare[34.69]"), and the question's own request for it.
+_NAMED_PART = re.compile(r"@(\w+)\[([^\]\n]*)\]")
+_NAMED_PART_ASKED = re.compile(r"@(\w+)\[")
+_QUOTED_WORD = re.compile(r"[\"\u201c]([A-Za-z][\w' -]{0,30})[\"\u201d]")
+# An f-string without its f prints its fields' names in braces: "@mean[{mean_value}]", "Total: {total}".
+_TEMPLATE_FIELD = re.compile(r"\{[A-Za-z_][\w.]*(?:\[[^\]]*\])?(?::[^{}]*)?\}")
 # The kind of chart a question asks for, as the figure reader names what was drawn (a histogram is bars).
 _CHART_KINDS = {
     "line": re.compile(r"\bline (?:chart|plot|graph)s?\b", re.IGNORECASE),
@@ -119,6 +126,10 @@ def read_answer(result: ExecutionResult | None) -> ProgramAnswer | None:
     if printed and (frame_value or looks_like_table(printed)):
         rows = len([line for line in printed.splitlines() if line.strip()])
         return ProgramAnswer("table", f"a table ({rows} lines)", key=_table_key(printed))
+    parts = named_parts(printed)
+    if parts:
+        text = ", ".join(f"{name} {value}" for name, value in parts.items())
+        return ProgramAnswer("parts", text, key=_parts_key(parts))
     if printed:
         last = printed.splitlines()[-1].strip()
         value = parse_number(last)
@@ -128,6 +139,25 @@ def read_answer(result: ExecutionResult | None) -> ProgramAnswer | None:
     if result.shows_figure:
         return ProgramAnswer("figure", "a figure", key=UNREAD_FIGURE_KEY)
     return None
+
+
+def named_parts(printed: str) -> dict[str, str]:
+    """The answer's parts as the question asked them printed, ``@name[value]`` each (the last of a name
+    counts): an answer of several values is all of them, each with its name."""
+    return {name: value.strip() for name, value in _NAMED_PART.findall(printed)}
+
+
+def asked_parts(question: str) -> list[str]:
+    """The names a question asks its answer printed under (``@mean_fare[...]``), in its order."""
+    return list(dict.fromkeys(_NAMED_PART_ASKED.findall(question)))
+
+
+def _parts_key(parts: dict[str, str]) -> str:
+    """Parts compare by name and value: numbers as :func:`format_number` writes them, text as words."""
+    def value_key(value: str) -> str:
+        number = parse_number(value) if _BARE_NUMBER.fullmatch(value.replace(" ", "")) else None
+        return format_number(number) if number is not None else _text_key(value)
+    return "; ".join(f"{name}={value_key(value)}" for name, value in sorted(parts.items()))
 
 
 def format_number(value: float) -> str:
@@ -161,10 +191,13 @@ def mark_off_target(programs: Sequence[Program], question: str, named: Sequence[
     tables_out = strictly_asks_for_number(question) or (some_number and asks_for_number(question))
     names_only = asks_for_name(question)
     asked_kind = asks_for_kind(question)
+    parts, words = asked_parts(question), offered_words(question)
     for program in programs:
         if program.ran_cleanly:
             answer = program.program_answer
-            program.off_target = (_no_answer(answer, tables_out) or _number_for_name(answer, names_only)
+            program.off_target = (_no_answer(answer, tables_out) or _template(program.execution)
+                                  or _missing_parts(program.execution, parts, words)
+                                  or _number_for_name(answer, names_only)
                                   or _ignores(program.code or "", named) or _ungrouped(program.execution, named)
                                   or _other_kind(program.execution, asked_kind))
 
@@ -217,6 +250,36 @@ def _no_answer(answer: ProgramAnswer | None, tables_out: bool) -> str | None:
     if answer.kind == "table" and tables_out:
         return TABLE_FOR_NUMBER
     return None
+
+
+def _template(execution: ExecutionResult | None) -> str | None:
+    """A last line that shows a field's name in braces ("@mean[{mean_value}]"): an f-string without its f."""
+    if execution is None:
+        return None
+    printed = execution.text_output().strip()
+    last = printed.splitlines()[-1] if printed else ""
+    field = _TEMPLATE_FIELD.search(last)
+    return printed_template(field.group()) if field else None
+
+
+def _missing_parts(execution: ExecutionResult | None, asked: Sequence[str], words: Sequence[str]) -> str | None:
+    """The question asks for its answer as ``@name[value]`` and the program printed some name otherwise,
+    or printed Python's True or False where the question offers its own words ("yes" or "no")."""
+    if not asked or execution is None:
+        return None
+    printed = named_parts(execution.text_output())
+    missing = [name for name in asked if name not in printed]
+    if missing:
+        return missing_parts(missing)
+    boolean = next((value for value in printed.values() if value in ("True", "False") and value not in words), None)
+    return boolean_for_words(boolean, words) if boolean and words else None
+
+
+def offered_words(question: str) -> list[str]:
+    """The quoted words a question offers for an answer's value ("yes", "Normal"), less the names of its
+    format's placeholders (``@is_normal[response]`` ... ``"response" is a string``)."""
+    placeholders = {value.strip() for _, value in _NAMED_PART.findall(question)}
+    return [word for word in dict.fromkeys(_QUOTED_WORD.findall(question)) if word not in placeholders]
 
 
 def _number_for_name(answer: ProgramAnswer | None, names_only: bool) -> str | None:

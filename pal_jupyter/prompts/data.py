@@ -84,7 +84,10 @@ _USE_AS_IS = (
     "with sample data."
 )
 _ONLY_THESE = "Answer it from {} as described above: the examples' frames are not in the session."
-DATA_INSTRUCTIONS = "End by printing the answer (just the number, when the question asks for a number)."
+# The user's words about the output win: a format (`@name[value]`), a rounding, names or units the question
+# asks for are printed as asked; the product's own default (just the number) applies only where it asks none.
+DATA_INSTRUCTIONS = ("End by printing the answer exactly in the form the question asks for (its format, rounding and "
+                     "names); if it asks for no form, print just the answer (just the number, for a number).")
 # A chart is checked by the data it draws (engine.charts): the numbers printed first show the user
 # what it plots, and the title and labels say what the chart shows.
 CHART_INSTRUCTIONS = ("Compute the numbers the chart shows and print them, then draw the chart from them, "

@@ -16,6 +16,7 @@ from collections.abc import Iterable, Sequence
 from typing import Any
 
 from ..kernels import ExecutionResult
+from .styles import ANALYSIS_LIBRARIES
 
 #: Why a program that ran cleanly gave no usable answer (``Program.off_target``), as "The program ...".
 TABLE_FOR_NUMBER = "printed a table, but the question asks for one number"
@@ -72,6 +73,28 @@ def number_for_name(printed: str) -> str:
             "idxmax() or an index, not the name")
 
 
+TEMPLATE = "printed a template "
+
+
+def printed_template(field: str) -> str:
+    """The ``off_target`` of a program that printed a field's name in braces, not its value."""
+    return f"{TEMPLATE}({field}) where the value belongs: an f-string is missing its f"
+
+
+MISSING_PARTS = "did not print the answer in the form the question asks for"
+
+
+def missing_parts(names: Sequence[str]) -> str:
+    """The ``off_target`` of a program that printed without the ``@name[value]`` parts the question asks for."""
+    return f"{MISSING_PARTS}: {', '.join(f'@{name}[...]' for name in names)} is missing"
+
+
+def boolean_for_words(printed: str, words: Sequence[str]) -> str:
+    """The ``off_target`` of a program that printed True or False where the question offers words."""
+    offered = ", ".join(f'"{word}"' for word in words[:6])
+    return f"{MISSING_PARTS}: it printed {printed} where the question asks for one of its words ({offered})"
+
+
 def execution_feedback(
     result: ExecutionResult,
     correct: bool | None = None,
@@ -88,7 +111,8 @@ def execution_feedback(
     if result.error is not None:
         head = f"It printed:\n{printed}\n\n" if printed else ""
         error = result.error.traceback.strip() or f"{result.error.ename}: {result.error.evalue}"
-        suggestion = name_suggestion(result.error.ename, result.error.evalue, code, result.error.lineno)
+        suggestion = (missing_module(result.error.ename, result.error.evalue)
+                      or name_suggestion(result.error.ename, result.error.evalue, code, result.error.lineno))
         return head + error + (f"\n{suggestion}" if suggestion else "")
     if not result.ok:
         return f"The run stopped: {result.reason.value}."
@@ -127,6 +151,12 @@ def _no_answer_feedback(off_target: str, printed: str) -> str:
     if off_target.startswith(TOO_MANY_BARS):
         return (f"The program ran and drew a chart, but it {off_target}. Group the rows first, one value per "
                 "group (for example frame.groupby('group')['value'].sum()), print that table, then plot it.")
+    if off_target.startswith(TEMPLATE):
+        return (f"The program ran and printed:\n{printed}\nbut it {off_target}. Put f before the string's opening "
+                "quote so that each {name} is replaced by its value.")
+    if off_target.startswith(MISSING_PARTS):
+        return (f"The program ran and printed:\n{printed}\nbut it {off_target}. End by printing each asked value "
+                "exactly as the question's format shows, in its words, for example print(f\"@name[{value}]\").")
     advice = next((advice for reason, advice in _MISSED if off_target.startswith(reason)), None)
     if advice is not None:
         return f"The program ran and printed:\n{printed}\nbut it {off_target}{advice}"
@@ -165,6 +195,19 @@ def _inside(node: ast.AST, line: int) -> bool:
     """Whether ``line`` lies in the body of ``node``, a function (or lambda) definition."""
     functions = (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)
     return isinstance(node, functions) and node.lineno <= line <= (node.end_lineno or node.lineno)
+
+
+_NO_MODULE = re.compile(r"No module named '([\w.]+)'")
+
+
+def missing_module(ename: str, evalue: str) -> str | None:
+    """For a program that imports what the programs' kernel lacks: what to use instead (a repair
+    otherwise tends to import it again)."""
+    match = _NO_MODULE.search(evalue) if ename in ("ModuleNotFoundError", "ImportError") else None
+    if not match:
+        return None
+    return (f"The module {match.group(1)} is not installed where programs run, and cannot be installed: "
+            f"{ANALYSIS_LIBRARIES} Use those instead.")
 
 
 def name_suggestion(ename: str, evalue: str, code: str | None, line: int | None = None) -> str | None:

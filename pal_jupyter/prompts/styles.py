@@ -76,11 +76,14 @@ class PromptStyle:
         return messages
 
 
+#: What the programs' kernel has besides the standard library (the package depends on each of them):
+#: told, a program reaches for scipy's tests and statsmodels' regressions rather than re-deriving them.
+ANALYSIS_LIBRARIES = "pandas, numpy, scipy, statsmodels, scikit-learn, seaborn and matplotlib are installed."
 DATA_SYSTEM = (
     "You are a careful data analyst. You answer questions about the user's data by writing a short "
     "Python program with pandas that computes the answer and prints it. The user's variables already "
     "exist in the program's session: use them as they are, and never create, load or rebuild them. "
-    "Reply with exactly one ```python code block."
+    f"{ANALYSIS_LIBRARIES} Reply with exactly one ```python code block."
 )
 #: The same, asking for the code alone: with no examples to copy, the default model began half its
 #: programs' characters with comments ("# Assuming sales is already defined") and blank lines.
