@@ -139,6 +139,12 @@ def test_the_analysts_libraries_the_prompt_names_run_in_a_programs_kernel(pool: 
     assert missing.error is not None and missing.error.ename == "ModuleNotFoundError"
     feedback = prompts.execution_feedback(missing, None, "import pingouin")
     assert "pingouin is not installed where programs run" in feedback and "scikit-learn" in feedback
+    assert feedback.endswith("Use those instead.")
+    from pal_jupyter.engine.records import Program
+    from pal_jupyter.notebook.session_html import error_html
+
+    shown = error_html(Program(index=1, kind="initial", messages=[], code="import pingouin", execution=missing))
+    assert shown.startswith("<div class='pal-error-reason'>The module pingouin is not installed where programs run")
 
 
 def test_syntax_error_has_lineno(pool: KernelPool) -> None:

@@ -13,6 +13,7 @@ from typing import Any
 
 from ..engine.records import DataLook, Program, PromptContext, Session, Vote
 from ..engine.vote import doubt_message, effort_note, more_programs_reason, reasoning_reason, second_opinion_note
+from .. import prompts
 from ..prompts import notebook_block
 
 STYLE = """
@@ -25,6 +26,7 @@ STYLE = """
   font-size: 0.9em; padding: 0.4em; border-radius: 4px; margin: 0;}
 .pal-stream {background: var(--jp-layout-color2, #f5f5f5); color: var(--jp-ui-font-color1, #222);}
 .pal-error {background: #fff1f0; color: #8c1d18;}
+.pal-error-reason {color: #8c1d18; font-weight: 600; margin: 2px 0;}
 .pal-explanation {background: #eef6ff; border-left: 3px solid #2f6feb; padding: 0.4em 0.6em;}
 .pal-code .highlight pre {margin: 0; padding: 0.4em; font-size: 0.9em;}
 .pal-doubt {padding: 0.3em 0.6em; border-radius: 4px; margin: 0.2em 0;}
@@ -255,7 +257,10 @@ def error_html(program: Program) -> str:
         return f"<pre class='pal-error'>{html.escape(program.refusal)}</pre>"
     error = program.execution.error if program.execution else None
     if error is not None:
-        return f"<pre class='pal-error'>{html.escape(error.traceback or error.ename + ': ' + error.evalue)}</pre>"
+        missing = prompts.missing_module(error.ename, error.evalue)  # the one line that says why, above the trace
+        reason = f"<div class='pal-error-reason'>{html.escape(missing)}</div>" if missing else ""
+        trace = html.escape(error.traceback or error.ename + ": " + error.evalue)
+        return f"{reason}<pre class='pal-error'>{trace}</pre>"
     if program.off_target is not None:
         return f"<pre class='pal-error'>The program {html.escape(program.off_target)}.</pre>"
     if program.correct is False:

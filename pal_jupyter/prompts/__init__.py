@@ -15,7 +15,7 @@ the classroom and training all ask it for their chats, and a prompt is written i
 """
 
 from .data import CHART_INSTRUCTIONS, DATA_INSTRUCTIONS, asks_for_chart, describe_variables
-from .feedback import execution_feedback, misspelt_name, name_suggestion, replaced_data_feedback
+from .feedback import execution_feedback, missing_module, misspelt_name, name_suggestion, replaced_data_feedback
 from .questions import CONTEXT_INTRO, CONTEXT_QUESTION, notebook_block, pal_messages, question_turn, with_notebook
 from .repairs import REPAIR_REQUEST, follow_up_messages, repair_messages
 from .styles import (IDIOMS_STYLE, DATA_FIXED_STYLE, DATA_STYLE, DATA_ZERO_STYLE, DATA_SYSTEM, DEFAULT_STYLE, FEW_SHOT, PAL_SYSTEM,
@@ -28,7 +28,7 @@ __all__ = [
     "CHART_INSTRUCTIONS", "IDIOMS_STYLE", "CONTEXT_INTRO", "CONTEXT_QUESTION", "DATA_FIXED_STYLE", "DATA_INSTRUCTIONS", "DATA_STYLE", "DATA_ZERO_STYLE",
     "DATA_SYSTEM", "DEFAULT_STYLE", "FEW_SHOT", "FOLLOW_YOUR_STEPS", "PAL_SYSTEM", "PROMPT_STYLES", "REPAIR_REQUEST", "SYSTEM",
     "TRAINED_STYLE", "WORD_PROBLEM_STYLE", "WORDS_OPENING", "ZERO_STYLE", "PromptStyle", "asks_for_chart", "describe_variables", "execution_feedback", "follow_up_messages",
-    "leti_text", "misspelt_name", "name_suggestion", "notebook_block", "pal_messages", "program_messages",
+    "leti_text", "missing_module", "misspelt_name", "name_suggestion", "notebook_block", "pal_messages", "program_messages",
     "prompt_style", "question_turn", "repair_messages", "replaced_data_feedback", "shared_messages", "training_messages",
     "with_notebook", "words_messages",
 ]

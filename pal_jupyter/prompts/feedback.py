@@ -111,8 +111,9 @@ def execution_feedback(
     if result.error is not None:
         head = f"It printed:\n{printed}\n\n" if printed else ""
         error = result.error.traceback.strip() or f"{result.error.ename}: {result.error.evalue}"
-        suggestion = (missing_module(result.error.ename, result.error.evalue)
-                      or name_suggestion(result.error.ename, result.error.evalue, code, result.error.lineno))
+        missing = missing_module(result.error.ename, result.error.evalue)
+        suggestion = (f"{missing} Use those instead." if missing
+                      else name_suggestion(result.error.ename, result.error.evalue, code, result.error.lineno))
         return head + error + (f"\n{suggestion}" if suggestion else "")
     if not result.ok:
         return f"The run stopped: {result.reason.value}."
@@ -201,13 +202,13 @@ _NO_MODULE = re.compile(r"No module named '([\w.]+)'")
 
 
 def missing_module(ename: str, evalue: str) -> str | None:
-    """For a program that imports what the programs' kernel lacks: what to use instead (a repair
-    otherwise tends to import it again)."""
+    """For a program that imports what the programs' kernel lacks, one line: that it is not there, and
+    what is (the user reads it above the error; the repair is told it too, or it tends to import it again)."""
     match = _NO_MODULE.search(evalue) if ename in ("ModuleNotFoundError", "ImportError") else None
     if not match:
         return None
     return (f"The module {match.group(1)} is not installed where programs run, and cannot be installed: "
-            f"{ANALYSIS_LIBRARIES} Use those instead.")
+            f"{ANALYSIS_LIBRARIES}")
 
 
 def name_suggestion(ename: str, evalue: str, code: str | None, line: int | None = None) -> str | None:
