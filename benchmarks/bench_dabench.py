@@ -215,6 +215,10 @@ def score(paths: Sequence[str], half: str, rates: dict[str, Any] | None = None) 
                      priced(r[who]["batches"], rates) if rates is not None and "batches" in r[who] else
                      None if rates is not None else r[who]["seconds"]) for r in records]
         print(summary(who, outcomes))
+    right = {who: {r["id"] for r in records if dabench.is_right(r[who].get("printed") or "", r["labels"])}
+             for who in ("baseline", "product")}
+    print(f"only the product right: {sorted(right['product'] - right['baseline'])}; "
+          f"only the baseline right: {sorted(right['baseline'] - right['product'])}")
     views = sorted({p["view"] for r in records for p in r["product"]["programs"] if p["view"]})
     for view in views:
         rule = _view_alone(view)

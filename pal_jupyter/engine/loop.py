@@ -98,26 +98,29 @@ def solve(
     context: PromptContext | str | None = None,
     **options: Any,
 ) -> Session:
-    """Answer ``question`` with programs, voting over their answers and repairing failures.
+    """Answer ``question`` with programs, checking them against each other and repairing failures.
 
-    ``settings`` (:class:`~pal_jupyter.engine.options.Settings`) holds every option of a question:
-    programs per round, the most per round, the second opinion, attempts, the model's name, how it
-    generates and the kernels' limits. Options of the same names given as keywords adjust it
-    (``solve(question, samples=1)``), checked by the same declarations. The other arguments are the
-    things a question is solved *with*: a loaded ``model`` (else ``settings.model`` is loaded), a
+    The default (``method="careful"``, :mod:`.views`): two greedy programs written two independent
+    ways at once (a word problem: after worked examples, and from none; a question about
+    ``variables``: after fixed pandas examples, and from the data described alone), then run. When
+    they agree the answer is shown as sure; when they disagree the first that worked stands, not
+    sure. When both failed (an error, or no usable answer: :func:`~.vote.mark_off_target`), a chart
+    gets one more program after the pandas idioms most like it, and then the failed program's own
+    conversation is continued with what running it gave, for an explanation and a corrected
+    program, up to ``max_attempts`` rounds.
+
+    ``method="vote"``: each round samples ``samples`` programs in one batch and the answer most of
+    them print wins; while that vote is weak (:func:`weak_vote`) the answer is worked out in words
+    first (``second_opinion="words"``, word problems) or the data is looked at (``"look"``,
+    :mod:`.data_look`), then more programs are drawn, up to ``max_programs`` in the round.
+
+    ``settings`` (:class:`~pal_jupyter.engine.options.Settings`) holds every option of a question;
+    options of the same names given as keywords adjust it (``solve(question, max_attempts=1)``),
+    checked by the same declarations. The other arguments are what a question is solved *with*: a
+    loaded ``model`` (else ``settings.model`` is loaded), a
     :class:`~pal_jupyter.kernels.KernelPool` as ``executor`` (else a private pool with the settings'
-    limits), the user's ``variables``, ...
-
-    Each attempt (round) draws ``samples`` programs in one batch and runs them all; the answer
-    most of them print wins (``session.vote``, ``session.agreement``). When that vote is weak
-    (:func:`weak_vote`), the model first solves the question in words and writes one program that
-    follows its steps (``second_opinion="words"``, questions without ``variables``: see
-    :mod:`.reasoning`); with ``second_opinion="look"``, a question about ``variables`` gets a look at
-    the data first (a program that prints the rows the question names: :mod:`.data_look`), and every
-    later prompt carries what it printed. While the vote is still weak, ``samples`` more are drawn and join the vote, up to
-    ``max_programs`` in the round. The question is done at the first round where a program works
-    (and ``checker``, when given, accepts it); otherwise a failure is fed back and the next round
-    repairs it, up to ``max_attempts`` rounds.
+    limits), the user's ``variables``, ... The question is done at the first round where a program
+    works (and ``checker``, when given, accepts it).
 
     ``generation`` and ``limits`` replace what the settings would give (a benchmark measuring a
     knob the options do not offer). Per-run limits come from the settings when the caller chose
