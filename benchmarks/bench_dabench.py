@@ -1,6 +1,6 @@
 """InfiAgent-DABench's development part: the product beside the plainest baseline, in one run.
 
-    python benchmarks/bench_dabench.py run [--half a|b|all] [--limit N] [--out FILE]
+    python benchmarks/bench_dabench.py run [--half a|b|all] [--ids 9,11] [--limit N] [--out FILE]
     python benchmarks/bench_dabench.py score FILE [FILE ...] [--half a|b|all]
 
 ``run`` asks every question of the half (:mod:`pal_jupyter.evaluation.dabench`: even ids "a", the
@@ -37,21 +37,11 @@ from pal_jupyter.errors import NoCodeError
 from pal_jupyter.evaluation import dabench
 from pal_jupyter.kernels import KernelPool
 
+from bench_backends import cpu_summary  # this folder's: the CPU and its flags, as every benchmark prints them
+
 DATA = Path(__file__).resolve().parents[2] / "shared" / "data" / "dabench"
 BASELINE_STYLE = "data-0shot"
 MAX_TOKENS = 512
-
-
-def cpu_flags() -> str:
-    """The CPU's model name and the flags that decide llama.cpp's speed."""
-    try:
-        info = Path("/proc/cpuinfo").read_text()
-    except OSError:
-        return "unknown CPU"
-    model = next((line.split(":", 1)[1].strip() for line in info.splitlines() if line.startswith("model name")), "?")
-    flags = next((line.split(":", 1)[1].split() for line in info.splitlines() if line.startswith("flags")), [])
-    shown = [f for f in ("avx2", "avx512f", "avx512_bf16", "amx_bf16") if f in flags]
-    return f"{model}, {os.cpu_count()} cores, {' '.join(shown) or 'no AVX2'}"
 
 
 def baseline(backend: Any, pool: KernelPool, question: str, variables: dict[str, Any]) -> dict[str, Any]:
@@ -135,10 +125,14 @@ def _done(path: str) -> set[int]:
 
 
 def run(args: argparse.Namespace) -> None:
-    questions = dabench.load_questions(args.data, args.half)[: args.limit]
+    questions = dabench.load_questions(args.data, args.half)
+    if args.ids:  # questions by id (a change measured where it acts, e.g. the questions that reached a repair)
+        wanted = {int(i) for i in args.ids.split(",")}
+        questions = [q for q in questions if q.id in wanted]
+    questions = questions[: args.limit]
     done = _done(args.out)
     backend = load_model("default", backend="llamacpp")
-    print(cpu_flags(), flush=True)
+    print(cpu_summary(), flush=True)
     with KernelPool() as pool:
         for question in questions:
             if question.id in done:
@@ -146,7 +140,7 @@ def run(args: argparse.Namespace) -> None:
             variables = {"df": dabench.read_table(args.data, question)}
             plain = baseline(backend, pool, question.text, variables)
             ours = product(backend, pool, question.text, variables)
-            record = {"id": question.id, "half": question.half, "level": question.level, "cpu": cpu_flags(),
+            record = {"id": question.id, "half": question.half, "level": question.level, "cpu": cpu_summary(),
                       "labels": question.labels, "baseline": plain, "product": ours}
             with open(args.out, "a") as out:
                 out.write(json.dumps(record, default=str) + "\n")
@@ -232,6 +226,7 @@ def main(argv: Sequence[str] | None = None) -> None:
     run_parser = commands.add_parser("run", help="the product and the baseline on each question")
     run_parser.add_argument("--half", choices=dabench.HALVES, default="all")
     run_parser.add_argument("--limit", type=int, default=None)
+    run_parser.add_argument("--ids", help="only these question ids, comma-separated")
     run_parser.add_argument("--out", default="bench-results/dabench.jsonl")
     run_parser.add_argument("--data", default=str(DATA))
     score_parser = commands.add_parser("score", help="right, sure and seconds from recorded runs")

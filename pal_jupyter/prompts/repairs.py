@@ -22,8 +22,8 @@ from .styles import SYSTEM
 # failed programs repaired either way), writing 132 tokens, not 202 (docs/benchmarks.md, "A shorter repair").
 REPAIR_REQUEST = (
     "First explain in one short plain sentence, for a beginner, what went wrong (start with "
-    "'Explanation:'). Then give the whole corrected program from its first line, every import and every "
-    "step (it runs on its own, in a new session), with no comments, in one ```python block that prints the answer."
+    "'Explanation:'). Then give the whole corrected program from its first line, imports included (any data "
+    "it was given is still there: use it as it is), with no comments, in one ```python block that prints the answer."
 )
 
 MAX_FEEDBACK_CHARS = 2000  # keep the prompt short: the end of a traceback says the most
