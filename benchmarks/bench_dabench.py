@@ -13,9 +13,9 @@ answer format. One JSON line per question goes to FILE (a rerun resumes): what e
 program the product wrote (its view, what it printed, its error), seconds and tokens.
 
 ``score`` prints, per half, the right answers of the baseline and of the product, the answers the
-product showed as sure and how many of those were right, seconds (mean, median), and this CPU's flags;
-then the same for the rules it can price from the recorded programs (each view alone; the first
-view that worked).
+product showed as sure and how many of those were right, seconds (mean, median; with ``--rates``,
+model time priced from the recorded token counts), this CPU's flags, the questions only one side
+got, and how each of the product's first-round views would have done alone.
 """
 
 from __future__ import annotations
@@ -127,8 +127,7 @@ def _done(path: str) -> set[int]:
 def run(args: argparse.Namespace) -> None:
     questions = dabench.load_questions(args.data, args.half)
     if args.ids:  # questions by id (a change measured where it acts, e.g. the questions that reached a repair)
-        wanted = {int(i) for i in args.ids.split(",")}
-        questions = [q for q in questions if q.id in wanted]
+        questions = [q for q in questions if q.id in args.ids]
     questions = questions[: args.limit]
     done = _done(args.out)
     backend = load_model("default", backend="llamacpp")
@@ -165,12 +164,10 @@ def _records(paths: Sequence[str], half: str) -> list[dict[str, Any]]:
     return [r for _, r in sorted(records.items()) if half == "all" or r["half"] == half]
 
 
-def _view_alone(name: str) -> Any:
-    """The product's first-round program of view ``name``, alone."""
-    def rule(record: dict[str, Any]) -> tuple[str, bool]:
-        program = next((p for p in record["product"]["programs"] if p["round"] == 1 and p["view"] == name), None)
-        return (program or {}).get("printed", ""), False
-    return rule
+def _view_printed(record: dict[str, Any], view: str) -> str:
+    """What the product's first-round program of ``view`` printed ("" when it wrote none)."""
+    program = next((p for p in record["product"]["programs"] if p["round"] == 1 and p["view"] == view), None)
+    return (program or {}).get("printed", "")
 
 
 def priced(batches: Sequence[Sequence[dict[str, int]]], rates: dict[str, Any]) -> float:
@@ -215,9 +212,15 @@ def score(paths: Sequence[str], half: str, rates: dict[str, Any] | None = None) 
           f"only the baseline right: {sorted(right['baseline'] - right['product'])}")
     views = sorted({p["view"] for r in records for p in r["product"]["programs"] if p["view"]})
     for view in views:
-        rule = _view_alone(view)
-        print(summary(f"product's view {view} alone", [(dabench.is_right(rule(r)[0], r["labels"]), False, None)
-                                                        for r in records]))
+        print(summary(f"product's view {view} alone",
+                      [(dabench.is_right(_view_printed(r, view), r["labels"]), False, None) for r in records]))
+
+
+def _ids(text: str) -> set[int]:
+    try:
+        return {int(part) for part in text.split(",")}
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"question ids are whole numbers separated by commas, not {text!r}") from None
 
 
 def main(argv: Sequence[str] | None = None) -> None:
@@ -226,7 +229,7 @@ def main(argv: Sequence[str] | None = None) -> None:
     run_parser = commands.add_parser("run", help="the product and the baseline on each question")
     run_parser.add_argument("--half", choices=dabench.HALVES, default="all")
     run_parser.add_argument("--limit", type=int, default=None)
-    run_parser.add_argument("--ids", help="only these question ids, comma-separated")
+    run_parser.add_argument("--ids", type=_ids, help="only these question ids, comma-separated")
     run_parser.add_argument("--out", default="bench-results/dabench.jsonl")
     run_parser.add_argument("--data", default=str(DATA))
     score_parser = commands.add_parser("score", help="right, sure and seconds from recorded runs")
@@ -234,6 +237,10 @@ def main(argv: Sequence[str] | None = None) -> None:
     score_parser.add_argument("--half", choices=dabench.HALVES, default="all")
     score_parser.add_argument("--rates", help="a CPU's speeds (benchmarks/rates/*.json): price model time at them")
     args = parser.parse_args(argv)
+    if args.command == "score":
+        missing = [path for path in (*args.paths, args.rates) if path and not os.path.exists(path)]
+        if missing:
+            parser.error(f"no such file: {', '.join(missing)}")
     if args.command == "run":
         os.makedirs(os.path.dirname(args.out) or ".", exist_ok=True)
         run(args)

@@ -13,8 +13,7 @@ from typing import Any
 
 from ..engine.records import DataLook, Program, PromptContext, Session, Vote
 from ..engine.vote import doubt_message, effort_note, more_programs_reason, reasoning_reason, second_opinion_note
-from .. import prompts
-from ..prompts import notebook_block
+from ..prompts import missing_module, notebook_block
 
 STYLE = """
 <style>
@@ -257,7 +256,7 @@ def error_html(program: Program) -> str:
         return f"<pre class='pal-error'>{html.escape(program.refusal)}</pre>"
     error = program.execution.error if program.execution else None
     if error is not None:
-        missing = prompts.missing_module(error.ename, error.evalue)  # the one line that says why, above the trace
+        missing = missing_module(error.ename, error.evalue)  # the one line that says why, above the trace
         reason = f"<div class='pal-error-reason'>{html.escape(missing)}</div>" if missing else ""
         trace = html.escape(error.traceback or error.ename + ": " + error.evalue)
         return f"{reason}<pre class='pal-error'>{trace}</pre>"
