@@ -171,7 +171,7 @@ def _view_printed(record: dict[str, Any], view: str) -> str:
 
 
 def priced(batches: Sequence[Sequence[dict[str, int]]], rates: dict[str, Any]) -> float:
-    """Model seconds at another CPU's speeds (``bench_views.py calibrate``): each batch's prefilled
+    """Model seconds at another CPU's speeds (``calibrate.py``): each batch's prefilled
     tokens at its prefill rate, then its longest row's decoded tokens at the step time of that many rows."""
     steps = {int(rows): seconds for rows, seconds in rates["step_s"].items()}
     total = 0.0

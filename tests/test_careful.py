@@ -73,8 +73,8 @@ def test_two_programs_that_disagree_stop_there_and_the_first_views_answer_is_sho
     assert session.answer == "62.5" and session.views_disagreed  # a tie goes to the first view
     assert session.second_opinion is None and session.weak_votes == []
     assert session.confidence == "low"
-    assert doubt_message(session) == ("I am not sure: the programs disagree (1 says 62.5 and 1 says 150.0). Work "
-                                      "through the question yourself, or ask your teacher which answer is right.")
+    assert doubt_message(session) == ("I am not sure: the programs disagree (1 says 62.5 and 1 says 150.0). Check "
+                                      "the programs' steps yourself to see which answer is right.")
 
 
 def test_a_word_problem_whose_first_program_fails_keeps_the_second_programs_answer_in_doubt(pool):

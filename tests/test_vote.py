@@ -151,7 +151,7 @@ def test_doubt_is_said_in_plain_words():
     assert low.confidence == "low"
     message = doubt_message(low)
     assert message.startswith("I am not sure") and "2 say 149, 2 say 150 and 1 gave no answer" in message  # tie: shorter programs first
-    assert "teacher" in message
+    assert "Check the programs' steps yourself" in message and "teacher" not in message  # an analyst has none
     assert doubt_message(_session("5\n")) == ""  # one program: nothing to compare
 
 

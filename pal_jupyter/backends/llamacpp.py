@@ -189,7 +189,7 @@ class LlamaCppBackend(BatchingBackend):
 
         Why: llama.cpp decodes the requests' rows as one batch, and on 2 CPU cores two rows decode in
         less time than one after the other (0.168 s a step against 2 x 0.098 on an AVX2 CPU): the
-        careful method's two views took 17 % less wall time written at once (docs/benchmarks.md,
+        careful method's two views took 17 % less wall time written at once (docs/decisions.md,
         "Two views at once")."""
         self._check_slots(len(requests))
         batch = [_Request(self._request(messages, 1, options), options) for messages, options in requests]

@@ -413,7 +413,8 @@ class ServerBackend(BatchingBackend):
                                    f"{detail}). {self.base_url}/models lists the names it serves.")
         if status in RETRY_STATUS:
             raise ModelServerError(f"The model server at {self.base_url} is busy (HTTP {status}) after "
-                                   f"{self.retries + 1} tries. Try again in a minute, or ask your teacher.")
+                                   f"{self.retries + 1} tries. Try again in a minute, or ask whoever runs the "
+                                   "model server.")
         raise ModelServerError(f"The model server at {self.base_url} refused the request (HTTP {status}: {detail}).")
 
 

@@ -1,30 +1,20 @@
-"""Values a question names in the user's data, and programs that never use them.
+"""Values and periods a question names in the user's data, and programs that never select them.
 
-"How many units of Gadget were sold in the West region?" names two values of the frame
-(``'Gadget'`` in ``product``, ``'West'`` in ``region``). A program whose code never mentions one
-of them cannot be selecting those rows: it sums over the wrong rows, and small models do this
-often, all in the same way, so the vote agrees on the wrong answer (issue 21: 4 of 5 programs
-agreeing on a sum over every row). Selecting rows by a value takes the value as a string
-(``== 'West'``, ``.isin(['West'])``, ``.loc['West']``, ``query("region == 'West'")``), so it is the
-program's strings that are searched, not its names: ``west_total`` selects nothing.
-:func:`ignored_values` finds such programs before they vote; :func:`pal_jupyter.engine.vote.mark_off_target`
-sends them back for repair.
+"How many units of Gadget were sold in the West region?" names ``'Gadget'`` in ``product`` and
+``'West'`` in ``region``. A program whose code never mentions one of them sums over the wrong rows,
+and small models do so often and alike, so the vote agrees on the wrong answer. Selecting rows by a
+value takes it as a string (``== 'West'``, ``.isin(['West'])``, ``.loc['West']``, ``query(...)``), so
+the program's strings are searched, not its names (``west_total`` selects nothing). Such programs do
+not vote and are sent back for repair (:func:`pal_jupyter.engine.vote.mark_off_target`).
 
-A value counts as named when it appears in the question as a whole word with the same case, and
-looks like a name rather than an ordinary word: it starts with a capital or holds a digit
-(``'West'``, ``'Oslo'``, ``'SKU-12'``). A lowercase value (``'open'``) counts only when the
-question quotes it, since "the total revenue" must not make ``'total'`` a filter.
-
-Dates are named the same way: "How many orders were placed in March 2025?" over a frame whose date
-column runs from January to June names the rows of March 2025 (a :class:`NamedPeriod`), and a
-program that counts every order answered another question. A period counts when the question names
-a month and year ("in March 2025", "during April 2025", "2025-03") or a year after a preposition
-("in 2024"), but not a boundary ("before 1 July 2024", "from March 2024 to May 2024"): a program
-rightly compares with another date there. Whether a program selects the period is read leniently
-(:func:`selects_period`): the month's name, a year-month string, or its number next to the year or
-to "month" will do, since there are many right ways to select a month and a false alarm sends a
-right program back for repair. The labels a program prints are not a selection: ``print("Orders in
-March 2025:", len(sales))`` counts every order.
+A value counts as named when the question has it as a whole word with the same case and it looks like
+a name (a capital or a digit: ``'West'``, ``'SKU-12'``), or when the question quotes it: "the total
+revenue" must not make ``'total'`` a filter. A period counts when the question names a month and year
+("in March 2025", "2025-03") or a year after a preposition ("in 2024"), not a boundary ("before 1 July
+2024"). Its selection is read leniently (:func:`selects_period`: the month's name, a year-month string,
+or its number next to the year or "month"), since a false alarm sends a right program back; labels a
+program prints are not a selection. Measured: docs/decisions.md, "Programs that never use a value the
+question names".
 """
 
 from __future__ import annotations

@@ -72,7 +72,7 @@ def weak_vote(vote: Vote) -> bool:
     """Whether a round's answer is too doubtful to stop at: fewer than 3 in 5 of its programs agree,
     and no words answer (:mod:`.reasoning`) agrees with it.
 
-    In the GSM8K run of docs/benchmarks.md ("The vote method"; default model, k=5), answers that 1
+    In the GSM8K run of docs/decisions.md, "The vote method" (default model, k=5), answers that 1
     or 2 of 5 programs agreed on were right 25 % and 22 % of the time, those of 5 of 5 94 %. When
     the words answer agrees the effort stops (two ways of solving it agree), but the doubt shown stays
     that of the programs.
@@ -291,7 +291,7 @@ def _careful_round(session: Session, round_: _Round, index: int, messages: list[
     # The first view whose program worked keeps its answer (not sure): on the DataFrame suite the first
     # view was the right one each time the plain view disagreed, 11 of 11 in two collections, and the
     # idioms' program after a first view that failed changed no answer where the second worked
-    # (docs/benchmarks.md, "The first view stands", "A slot per set of data").
+    # (docs/decisions.md, "A fourth fixed example; the first view stands", "A slot per set of data").
     if agreed or plan.then is None or (plan.worked_stands and any(c.good for c in candidates)):
         return candidates
     if vote is not None and vote.winner is not None:

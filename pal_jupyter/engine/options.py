@@ -27,14 +27,14 @@ from ..kernels.sandbox import readable_refusal
 METHODS = ("careful", "vote")
 MAX_SAMPLES = 16  # programs per round; beyond this a batch costs more than the vote gains
 #: Programs sampled per round of the vote method when the caller does not say (the careful method
-#: samples none: docs/benchmarks.md, "Careful first").
+#: samples none: docs/decisions.md, "Careful first").
 DEFAULT_SAMPLES = 4
-#: Most programs one prompt may get when its programs disagree (docs/benchmarks.md, "Adaptive effort").
+#: Most programs one prompt may get when its programs disagree (docs/decisions.md, "Adaptive effort").
 DEFAULT_MAX_PROGRAMS = 15
 MAX_PROGRAMS = 48
 #: What a weak vote asks for before more programs: "words" (engine.reasoning, questions without
 #: data), "look" (that, and for questions about --use data a look at it first: engine.data_look;
-#: opt-in, it lost answers in the measurement of docs/benchmarks.md, "Look at the data first") or "off".
+#: opt-in, it lost answers in the measurement of docs/decisions.md, "Look at the data first") or "off".
 SECOND_OPINIONS = ("words", "look", "off")
 #: Most earlier cells a question may be sent with (``context``), and the cap on what they cost the
 #: prompt: a few cells are what "fix the error above" needs; more would crowd out the question on a
@@ -192,7 +192,7 @@ OPTIONS: dict[str, Option] = {o.name: o for o in (
            "vote; not for --use data), look (words, and for --use data a look at it, whose output the next programs "
            "get) or off", choices=SECOND_OPINIONS),
     # Two: the first attempt and one repair. A second repair of a data question's program answered 1 time
-    # in 4, for ~30 s each on a 2-core Xeon (docs/benchmarks.md, "One repair; the whole traceback kept").
+    # in 4, for ~30 s each on a 2-core Xeon (docs/decisions.md, "One repair; the whole traceback kept").
     Option("max_attempts", int, 2, "attempts per question, repairs included", flags=("-n",), low=1, high=10),
     Option("timeout", float, 30.0, "seconds a program may run", flags=("-t",), above=0, high=3600),
     Option("memory_gib", float, 2.0, "memory limit of the program's kernel, in GiB (its address space; in the "
@@ -205,7 +205,7 @@ OPTIONS: dict[str, Option] = {o.name: o for o in (
     Option("temperature", float, None, f"sampling temperature; none: greedy for one program, {SAMPLE_TEMPERATURE} "
            "for several", low=0, high=2, optional=True),
     Option("seed", int, None, "random seed for sampling", optional=True),
-    # The longest greedy or sampled program of bench_views.py's DataFrame suite took 164 tokens (p95 110):
+    # The longest greedy or sampled program of collect_views.py's DataFrame suite took 164 tokens (p95 110):
     # a row past 384 is rambling, and a repair's explanation fits beside its program.
     Option("max_new_tokens", int, 384, "most tokens the model may write per program", low=1, high=8192),
     Option("server_timeout", float, 60.0, "seconds to wait for a model server's next token (openai: models)",

@@ -8,9 +8,9 @@ it is what gets inserted when its answer wins). The words answer never becomes a
 second opinion that joins the vote (:func:`pal_jupyter.engine.vote.take_vote`), and the widget says
 whether it agrees.
 
-Why: where 5 programs disagree, their vote is right about one time in four (docs/benchmarks.md,
+Why: where 5 programs disagree, their vote is right about one time in four (docs/decisions.md,
 "The vote method"); working the question out in words is another way in. Measured on 51 GSM8K
-questions (docs/benchmarks.md, "Reason first"): 2 answers gained and none lost, at 1.5-1.6x the time of
+questions (docs/decisions.md, "Reason first"): 2 answers gained and none lost, at 1.5-1.6x the time of
 stopping at the vote. The words and the program written after them agree with each other far more
 often than two independent programs, so together they count as two votes, not more. Questions about
 the user's variables skip this step: a words answer about a DataFrame would be a guess from its

@@ -113,7 +113,7 @@ class Vote:
     @property
     def confidence(self) -> str:
         """How far the answer can be trusted, from the agreement of the programs: a words answer that
-        joined a weak vote does not lift it (measured: docs/benchmarks.md, "Reason first")."""
+        joined a weak vote does not lift it (measured: docs/decisions.md, "Reason first")."""
         return confidence_level(self.votes, self.candidates)
 
     @property
@@ -342,7 +342,7 @@ class Session:
             return "none"
         # Once the careful method's two first views disagreed, the programs written after them share
         # the prompt of one of them, and its slips: answers they made look sure were right 8 times in
-        # 11 on GSM8K, and on the DataFrame suite one of them was wrong (docs/benchmarks.md, "Sure
+        # 11 on GSM8K, and on the DataFrame suite one of them was wrong (docs/decisions.md, "Sure
         # only when the first views agree"). Such an answer is shown for checking, never as sure; so is
         # one the programs agree on but the question seldom has (``doubt``).
         if (self.views_disagreed or self.doubt is not None) and self.vote.confidence == "high":

@@ -1,67 +1,21 @@
-"""The careful method: two independent greedy views first, more only when they disagree.
+"""The careful method (the default): two independent greedy views first, more only when they disagree.
 
-A question is first answered by two *views*, each greedy (no sampling) and neither sharing the
-other's worked examples (a :class:`Plan`):
+A question is first answered by two greedy programs from prompts that share no worked examples (a
+:class:`Plan` of two views), each asked for the code alone (the reply begins with the code fence and
+stops at the closing one), written at once (llama.cpp decodes them as one batch) and run together:
 
-* a question about the user's data, a chart of it included: two programs, one after four fixed pandas
-  examples, one from the plain description of the data, the code alone asked for (its programs had
-  been half comments); both put the data before the question, so that the next question about the
-  same data prefills only itself (the rest is in llama.cpp's cache);
-* a word problem: one program after worked examples, one from no examples (the code alone asked
-  for); when they disagree, the answer of the program after the worked examples is shown, as not
-  sure, unless only the other one worked; nothing more is written.
+* a word problem: one program after worked examples, one from none;
+* a question about the user's data, a chart included: one after four fixed pandas examples, one from the
+  data described alone; the data comes before the question in both, so that the next question about the
+  same data reads only itself (the first view keeps a cache slot per set of data: :meth:`View.cache_key_for`).
 
-Programs are written code-only (the reply begins with the code fence and ends at the closing one:
-no token spent on words around it). The two views are written at once, each in its own llama.cpp
-slot, which decodes them as one batch (on 2 cores two rows take less time than one after the other),
-and their programs run together as soon as both are written. When the two views give
-the same answer, the question is done and the answer is shown as sure. When they disagree, a
-word problem stops there (above); a question about data keeps the answer of the first view whose
-program worked (shown as not sure):
-the first view was the right one every time the plain view disagreed on the DataFrame suite (7 of 7,
-and 4 of 4 in the collection before the fourth example). When both failed, a question about data
-goes straight to the repair (the failed program's conversation continued with what running it gave:
-an explanation and a corrected program), and so does a chart unless a third greedy program answers
-it first: written from the idioms most like the question placed after the data (``data-inline``, in
-the first view's slot: it reads only the idioms and the question), it joins the vote.
-
-Why the idioms for a chart only: on the 22 chart questions, after two failed views, the idioms' program
-drew 2 more charts right than the repair did, in about the same time (19 of 22 against 17; 20 against
-17 in the collection before); on the DataFrame suite's 40 other questions it answered one more than
-the repair, and cost 2.6 s more a question at the AVX2 EPYC's speeds (the suite: 37 of 45 at 1.90
-times the baseline's time, where the idioms for every question answered 38 at 2.12 times:
-docs/benchmarks.md, "The idioms for a chart only"). Nothing is
-sampled: a chart was asked the idioms first and, when its views disagreed, four programs sampled at
-0.4, which answered 20 of the 22 chart questions at 1.44 times the time of the plan for data, which
-answered the same 20 (docs/benchmarks.md, "Charts asked as any question about data").
-
-Why the fixed examples first for data, not the idioms: the idioms change with the question, so
-they are read afresh for every question, where the fixed examples' prompt prefills ~45 tokens. Each
-view keeps its prompt in a cache slot of its own (``GenerationOptions.cache_key``, its name), but the
-idioms: they come after the data, inside the question's turn (``data-inline``), in the fixed
-examples' slot (``cache_key`` "data"), so they read only themselves and the question (~250 tokens on
-the DataFrame suite), where as worked examples of their own before the data (``data-similar``) they
-read the data's description again too (~950 tokens on the questions that needed them: ~50 s on a
-2-core AVX2 CPU). End to end on DataFrame rows 0-39 the default answered 38 either way (the
-idioms after the data gained 2 questions and lost 1 where the third view decided) and each third
-view after the data took 14-23 s less (docs/benchmarks.md, "The idioms after the data, as the third
-view"). That slot is kept per set of
-data (:meth:`View.cache_key_for`): a question about a frame asked about before reads only itself,
-whatever was asked in between.
-
-When the two first views disagree, the answer is never shown as sure, however many of the programs
-written after them agree (:attr:`~.records.Session.confidence`); nor when they agree on an answer of
-a shape the question seldom has, such as 0 or less for "how many" (:func:`.vote.doubt_about`).
-
-Why not five sampled programs from the start, as before: on 2 CPU cores five programs cost about
-2.5 times one, and on questions about data the sampled programs of the 1.5B default model are worse
-than its greedy one, so a vote over them often chose an answer several bad samples shared. Why a
-word problem stops at its two programs: a third view asked when they disagreed (the question worked
-out in words, deciding between them) gained one answer in one collection of GSM8K test rows 300-399
-and lost one in the next, for 5.6-5.8 s per question each time; of the 44 disagreements in the second,
-the words backed the right program 4 times, the wrong one 2 times, and neither 12 times
-(docs/benchmarks.md, "Two programs, then stop"). How the views, the temperature and the weight were
-chosen: ``benchmarks/bench_views.py`` (docs/benchmarks.md, "Careful first").
+When the two agree, the answer is shown as sure (unless of a shape the question seldom has:
+:func:`.vote.doubt_about`). When they disagree, the first view whose program worked stands, never shown as
+sure (:attr:`~.records.Session.confidence`), and nothing more is written. When both failed, a chart gets a
+third greedy program after the idioms most like it, placed after the data in the first view's slot
+(:data:`IDIOMS`); then the loop repairs a failed program. Nothing is sampled: on 2 CPU cores five programs
+cost about 2.5 times one, and on questions about data the 1.5B model's samples are worse than its greedy
+one. What was measured, and tried instead: docs/decisions.md, "Careful first: two independent greedy views".
 """
 
 from __future__ import annotations

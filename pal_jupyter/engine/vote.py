@@ -1,35 +1,21 @@
-"""Self-consistency: read each program's answer from what it printed, and take a vote.
+"""Read each program's answer from what it printed, and take a vote (PAL's self-consistency).
 
-PAL's rule: several programs are written for one question, every one is run, and the answer
-printed by the most programs wins. Programs that failed, or printed nothing, do not vote.
+Every program written for a question is run; the answer printed by the most programs wins, and
+programs that failed or gave no usable answer do not vote. Answers are compared by kind: **numbers**
+(the last line printed holds one: ``150``, ``150.0``, ``Total: $150``) within 1e-3, relative above 1;
+**tables** (a printed Series or DataFrame) by their text, numbers rounded to 6 significant digits, and
+never read as a number (a Series' ``dtype: float64`` footer is not 64); **text** (``East``) ignoring
+case, quotes and punctuation; **charts** by the data they draw (:mod:`.charts`).
 
-How answers are compared:
-
-* **numbers** (the last line printed holds a number: ``150``, ``150.0``, ``Total: $150``) are
-  equal within 1e-3, relative for values above 1;
-* **tables** (a printed pandas Series or DataFrame, or one left as the cell's value) are equal
-  when their text is, with numbers rounded to 6 significant digits. A table is never read as a
-  number: the ``dtype: float64`` footer of a Series is not the answer 64;
-* **text** answers (``East``) are equal ignoring case, surrounding quotes and punctuation;
-* **charts** compare by the data they draw (:mod:`.charts`), read back in the program's kernel; a
-  chart that draws no data (all NaN or zero) is no answer. What a chart draws is its program's
-  answer even when it printed the table too. A figure whose data could not be read (the program
-  closed it) answers "a figure", and such figures agree with each other only.
-
-Programs that ran but gave no usable answer do not vote, and are fed back for repair when no
-program of the round answered (:func:`mark_off_target`): a program that printed nothing, one that
-printed a missing value (``nan``, ``None``: usually a filter that matched no rows), when the
-question asks for one number, one that printed a table (it answered a different question), and, when
-it asks for a name ("which city ...", "print just the region name"), one that printed a bare number
-(a row number from ``idxmax()`` over a default index). A program that never selects a value or a
-period of the data the question names (:mod:`.filters`) computed over the wrong rows.
-
-Ties go to the answer whose shortest program is shortest (a simpler program is less likely to
-carry a stray step), then to the answer that came first.
-
-The agreement of a vote, votes for the winner over programs drawn, is the doubt signal shown to
-users. Measured on GSM8K with the default model (docs/benchmarks.md, "The vote method"), answers that 3 or
-more of 5 programs agreed on were right far more often than the rest.
+A program that ran but answered another question is off target (:func:`mark_off_target`), and is sent
+back for repair when no program of the round answered: it printed nothing or a missing value, a table
+where one number is asked, a bare number where a name is asked (a row number from ``idxmax()``), a
+chart of another kind than the one named, a template or ``True`` where the question's format asks
+otherwise, or it left out an asked part or never selects a value or period the question names
+(:mod:`.filters`). A tie goes to the caller's preferred program (the careful method's first view), else
+to the answer whose shortest program is shortest, then to the first. The agreement (votes for the
+winner over programs drawn) is the doubt shown to users (:func:`doubt_message`); how often each level
+was right: docs/decisions.md, "The vote method".
 """
 
 from __future__ import annotations
@@ -299,7 +285,7 @@ def _ignores(code: str, named: Sequence[NamedValue]) -> str | None:
 
 
 #: How much the words answer adds to the programs that agree with it (a program counts 1, the program
-#: written after the words too). Chosen on 51 GSM8K questions (docs/benchmarks.md, "Reason first"): at 1.5 the
+#: written after the words too). Chosen on 51 GSM8K questions (docs/decisions.md, "Reason first"): at 1.5 the
 #: words and the program that follows them, which agree with each other far more often than two
 #: independent programs do, outvoted two agreeing programs that were right.
 WORDS_WEIGHT = 1.0
@@ -385,7 +371,7 @@ def doubt_about(answer: ProgramAnswer | None, question: str, about_data: bool) -
     a word problem that asks how many, how much (how long, far, old), answered with 0 or less. Such answers are rare
     (4 of GSM8K's 7,473 training questions), and the programs that agree on one share a slip: on
     GSM8K test rows 300-399 the two sure answers of 0 or less were both wrong, and no right one was
-    (docs/benchmarks.md, "Doubt without a gold answer"). A question about data is left alone: a
+    (docs/decisions.md, "Doubt without a gold answer"). A question about data is left alone: a
     change, a balance or a margin may well be negative."""
     asked = _QUANTITY_QUESTION.search(question)
     if about_data or asked is None or answer is None or answer.kind != "number":
@@ -396,7 +382,7 @@ def doubt_about(answer: ProgramAnswer | None, question: str, about_data: bool) -
 
 
 def doubt_message(session: Session) -> str:
-    """How sure the answer is, in words a student understands ('' when there is nothing to say)."""
+    """How sure the answer is, in plain words ('' when there is nothing to say)."""
     vote = session.vote
     confidence = session.confidence
     if vote is None or vote.winner is None or confidence in ("single", "none"):
@@ -411,6 +397,6 @@ def doubt_message(session: Session) -> str:
     if confidence == "medium":
         return (f"{vote.votes} of {vote.candidates} programs {agreeing}, but not all: "
                 f"check the steps before you rely on it.{words}")
-    return (f"I am not sure: the programs disagree ({competing_answers(vote)}).{words} Work through the "
-            "question yourself, or ask your teacher which answer is right.")
+    return (f"I am not sure: the programs disagree ({competing_answers(vote)}).{words} Check the programs' "
+            "steps yourself to see which answer is right.")
 

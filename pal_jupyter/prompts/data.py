@@ -115,7 +115,7 @@ def question_text(question: str, variables: Mapping[str, Any] | None, look: str 
 
     ``data_first``: the data before the question, not after it. The next question about the same
     data then begins with the same tokens, which llama.cpp has cached, so it prefills only itself;
-    and the zero-shot prompt answered more questions so (docs/benchmarks.md, "The data first").
+    and the zero-shot prompt answered more questions so (docs/decisions.md, "The data first").
     ``examples`` (with ``data_first``): a style's examples chosen for the question, shown between the
     data and the question, so that they are all that is read afresh for the next question about the
     same data (:class:`~.styles.DataPromptStyle`, ``idioms_inline``).

@@ -19,7 +19,7 @@ from .questions import notebook_block
 from .styles import SYSTEM
 
 # One short sentence and no comments: as often right as "one or two sentences" with comments (4 of 30
-# failed programs repaired either way), writing 132 tokens, not 202 (docs/benchmarks.md, "A shorter repair").
+# failed programs repaired either way), writing 132 tokens, not 202 (docs/decisions.md, "A shorter repair").
 REPAIR_REQUEST = (
     "First explain in one short plain sentence, for a beginner, what went wrong (start with "
     "'Explanation:'). Then give the whole corrected program from its first line, imports included (any data "

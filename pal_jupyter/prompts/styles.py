@@ -209,24 +209,24 @@ def shared_messages(style: str) -> int:
 DEFAULT_STYLE = "chat-2shot"
 #: The careful method's word problems: its program and its words are asked in this one prompt, each
 #: with its own opening (the code fence, :data:`WORDS_OPENING`), so the second reads only its opening
-#: where it read the whole question again (docs/benchmarks.md, "One prompt, two forms"). Not for the vote
+#: where it read the whole question again (docs/decisions.md, "One prompt, two forms"). Not for the vote
 #: method: a reply not begun with the fence may come in words.
 WORD_PROBLEM_STYLE = "chat-2forms"
 #: The careful method's second view of a word problem: no worked examples, the code alone asked for.
 ZERO_STYLE = "chat-0terse"
 #: For questions about the user's variables (``--use``) in the vote method: measured on the DataFrame
-#: suite (docs/benchmarks.md, "Prompts for questions about your data").
+#: suite (docs/decisions.md, "Prompts for questions about your data").
 DATA_STYLE = "data-similar"
 #: The careful method's idioms (the first view of a question that asks for a chart, the third of other
 #: data questions): the same idioms after the data, in the question's turn, so that only they and the
-#: question are read afresh (docs/benchmarks.md, "The idioms after the data" and "The idioms after the
-#: data, as the third view").
+#: question are read afresh (docs/decisions.md, "The idioms after the data, for charts" and "The
+#: idioms after the data, as the third view").
 IDIOMS_STYLE = "data-inline"
 #: The careful method's second view of a question about data (or a chart of it): no worked examples, the
-#: code alone asked for ("A slot per set of data; the code alone").
+#: code alone asked for (docs/decisions.md, "A slot per set of data; the code alone").
 DATA_ZERO_STYLE = "data-0terse"
 #: The careful method's first view of a question about data: the whole prompt but the question is the
-#: same as the last question's about the same data, so it is read from the cache ("Careful first").
+#: same as the last question's about the same data, so it is read from the cache (docs/benchmarks.md, "The method").
 DATA_FIXED_STYLE = "data-fixed"
 FEW_SHOT = PROMPT_STYLES[DEFAULT_STYLE].examples
 

@@ -10,8 +10,9 @@ worked answers in words, in GSM8K's own terse style (a line per step, the arithm
 whose reply is begun with :data:`~.styles.WORDS_OPENING`. Why that prompt: its worked examples are in
 llama.cpp's cache (the careful method's "shots" slot) once any word problem has been asked, so the
 words read only the question and their opening. Why worked examples: without them the model writes
-about twice as many words (195 tokens on average against 98 on GSM8K test rows 300-327,
-docs/benchmarks.md), and every token decoded is a tenth of a second of the user's wait.
+about twice as many words (195 tokens on average against 98 on GSM8K test rows 300-327:
+docs/decisions.md, "Word problems: the words as the second view"), and every token decoded is a tenth
+of a second of the user's wait.
 """
 
 from __future__ import annotations
