@@ -122,3 +122,17 @@ def test_default_model_prints_a_real_tables_answer_in_the_format_the_question_as
     printed = session.final.execution.stdout
     assert dabench.is_right(printed, question.labels), printed
     assert session.final.program_answer.kind == "parts" and session.answer == "mean_age 39.21"
+
+
+def test_default_model_prepares_a_verified_pack_question_without_its_answer(default_model, pool):
+    """``pal-jupyter prepare``'s search with the real model: a program that computes the key's answer,
+    and hints from it that hold neither the answer nor the program."""
+    from pal_jupyter.classroom.assignment import AssignmentQuestion
+    from pal_jupyter.classroom.prepare import prepare_question
+
+    question = ("A glass of milk is 8 ounces of milk. John drinks 2 glasses of milk. If milk has 3 calories per "
+                "ounce how many calories did he consume?")
+    prepared = prepare_question(AssignmentQuestion("milk", question, answer=48.0), default_model, pool, budget_s=120)
+    assert prepared.verified and prepared.verified_by.startswith("a program that computes it"), prepared.problem
+    assert prepared.key.matches("48") and [h.level for h in prepared.hints] == [1, 2]
+    assert all("48" not in hint.text for hint in prepared.hints)

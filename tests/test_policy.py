@@ -170,7 +170,7 @@ def test_every_setting_can_be_locked() -> None:
     policy = TeacherPolicy.from_config(config)
     changed = {"mode": "off", "off_message": "x", "max_requests_per_hour": 5, "error_help": "tip", "max_hint_level": 1,
                "allow_solutions": False, "max_attempts": 4, "model": "lite", "log_dir": "/elsewhere",
-               "min_agreement": 0.9, "isolation": "process", "readable_paths": ["/srv"]}
+               "min_agreement": 0.9, "isolation": "process", "readable_paths": ["/srv"], "pack": "/srv/week3.pal-pack.json"}
     assert sorted(changed) == sorted(names)
     for name, value in changed.items():
         with pytest.raises(PolicyError, match="locked"):

@@ -121,3 +121,34 @@ def test_no_candidate_answer_reaches_the_student_when_the_tutor_is_not_sure(tmp_
         assert "found 3 different answers" in text_of(quiet) and "Approach A" in text_of(quiet)
     finally:
         kernel.close()
+
+
+def test_a_prepared_pack_holds_no_answer_nor_a_wrong_programs_and_neither_reaches_the_student(tmp_path):
+    """A pack made by ``prepare`` from programs that printed the answer and a wrong one: neither number
+    is in the pack file, the widget's state, its saved HTML, the outputs or the class log."""
+    from test_pack import QUESTION, SECRETS, _scripted
+
+    from pal_jupyter.classroom.assignment import AssignmentQuestion
+    from pal_jupyter.classroom.prepare import prepare_pack
+
+    with KernelPool() as pool:
+        pack = prepare_pack([AssignmentQuestion("girls", QUESTION, answer=360.0)], _scripted(), pool, budget_s=60)
+    assert pack.verified == 1
+    file = pack.save(tmp_path / "week1.pal-pack.json")
+    kernel = start_kernel(tmp_path)
+    try:
+        _, loaded = run_ok(kernel, f"%pal_pack {file}")
+        reply, outputs = run_ok(kernel, f"%%pal --tutor\n{QUESTION}")
+        _, state = run_ok(kernel, WIDGET_STATE)
+        _, hint = run_ok(kernel, "%pal_hint")
+        _, check = run_ok(kernel, "%%pal --check\nprint(240 * 1.1)")  # a wrong answer of its own
+        seen = {"pack file": file.read_text(), "outputs": [loaded, outputs, hint, check, reply["payload"]],
+                "widget state": state, "comm messages": kernel.comm_messages,
+                "class log": (tmp_path / "logs" / "ada.jsonl").read_text()}
+        for where, what in seen.items():
+            text = what if isinstance(what, str) else json.dumps(what)
+            text = re.sub(r'"(salt|sha256)": "[0-9a-f]+"', "", text)  # the key's hex, not a number shown
+            assert not SECRETS.findall(text), (where, SECRETS.findall(text), text[:3000])
+        assert "Your teacher prepared hints" in text_of(state) and "not right" in text_of(check)
+    finally:
+        kernel.close()

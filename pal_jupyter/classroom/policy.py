@@ -14,28 +14,13 @@ for example in the system-wide ``/etc/ipython/ipython_config.py`` (or
 
 ``%pal_policy`` (or ``TeacherPolicy.describe()``) shows the active policy and where it came from.
 
-What a lock does, and what it does not do
------------------------------------------
-A locked setting keeps the value the configuration gave it when the policy was created: the
-%%pal magics refuse notebook overrides of it (``%config TeacherPolicy.mode = "assist"``,
-magic options, assignments to the policy object) with a :class:`~pal_jupyter.errors.PolicyError`
-that names the teacher's policy. That keeps honest students, and accidental changes, inside
-the policy.
-
-It is **not** a security boundary. The kernel runs as the student, with the student's Python:
-
-- a student's own ``~/.ipython/profile_default/ipython_config.py`` is loaded after the
-  system-wide file and can set any ``TeacherPolicy`` value before the policy is created;
-- any cell can run Python that edits objects in memory (the policy, the magics, this module),
-  call the model directly, or read the log files it can write;
-- the student can ``pip uninstall`` the package, install an edited copy, or use another tool.
-
-Real enforcement needs the decisive parts out of the student's reach: JupyterHub with a
-read-only system configuration the user cannot shadow (e.g. a spawner that sets
-``IPYTHONDIR``/``JUPYTER_CONFIG_DIR`` to a read-only location), the model served from a
-server-side endpoint that applies the policy itself, and logs written by that server rather
-than by the student's kernel. Treat the policy and the class log as a teaching aid and a
-record of good-faith use, not as exam proctoring.
+A locked setting keeps the value the configuration gave it: the magics refuse notebook overrides
+of it (``%config``, magic options, assignments to the policy) with a
+:class:`~pal_jupyter.errors.PolicyError` that names the policy. That keeps honest students inside
+it; it is **not** a security boundary. The kernel runs as the student, who can shadow the system
+configuration with their own profile, edit objects in memory or reinstall the package; real
+enforcement needs JupyterHub with a read-only configuration and a model server that applies the
+policy itself (docs/classroom.md, "Behind JupyterHub").
 """
 
 from __future__ import annotations
@@ -101,6 +86,9 @@ class TeacherPolicy(Configurable):
     min_agreement = Float(0.6, min=0.0, max=1.0,
                           help="Tutor mode: the share of the tutor's own programs that must agree on an answer "
                                "before it gives hints towards it; below it, the tutor says it is not sure.").tag(config=True)
+    pack = Unicode("", help="A tutor pack (made by 'pal-jupyter prepare') whose questions %%pal --tutor answers "
+                            "from its verified hints, with no model run; '' = the one *.pal-pack.json in the "
+                            "notebook's folder, if any.").tag(config=True)
     log_dir = Unicode(help="Folder of the per-student JSONL class logs "
                            "(default: $PAL_JUPYTER_LOG_DIR or ~/.local/share/pal-jupyter/logs).").tag(config=True)
     locked = List(Unicode(), help="Settings students may not change from the notebook, "
@@ -154,7 +142,7 @@ class TeacherPolicy(Configurable):
         return self._guard(proposal)
 
     @validate("mode", "off_message", "max_requests_per_hour", "error_help", "max_hint_level", "allow_solutions",
-              "max_attempts", "model", "log_dir", "min_agreement", "isolation", "readable_paths")
+              "max_attempts", "model", "log_dir", "min_agreement", "isolation", "readable_paths", "pack")
     def _refuse_locked(self, proposal: Any) -> Any:
         return self._guard(proposal)
 

@@ -38,7 +38,8 @@ from .classlog import ReadStats, log_files, read_log
 log = logging.getLogger(__name__)
 
 KEYS = ["user", "question_id"]
-COLUMNS = ["ts", "user", "event", "question_id", "question", "level", "error_type", "succeeded", "tutor_solved"]
+COLUMNS = ["ts", "user", "event", "question_id", "question", "level", "error_type", "succeeded", "tutor_solved",
+           "pack"]
 MAX_BARS = 40  # more students or error types than this would make unreadable bar charts
 QUESTION_CHARS = 200  # questions are cut to this in memory and in the tables
 
@@ -52,6 +53,7 @@ class ClassSummary:
     students: pd.DataFrame  # one row per user
     errors: pd.DataFrame  # error_type, count, students
     tutor_unsolved: pd.DataFrame  # question, students, events
+    from_pack: pd.DataFrame  # per question of the teacher's pack: students, hints, checks, checks right
 
 
 # ---------------------------------------------------------------------- reading and aggregating
@@ -60,6 +62,9 @@ class ClassSummary:
 def slim(record: dict[str, Any]) -> dict[str, Any]:
     """Only the report's columns, the question cut short: big log folders must fit in memory."""
     row = {c: record.get(c) for c in COLUMNS}
+    details = record.get("details")
+    if isinstance(details, dict) and details.get("pack"):  # "week3.pal-pack.json, question 2"
+        row["pack"] = details["pack"]
     if isinstance(row["question"], str):
         row["question"] = row["question"][:QUESTION_CHARS]
     return row
@@ -121,7 +126,26 @@ def summarize(events: pd.DataFrame) -> ClassSummary:
     failed = questions[questions["tutor_failed"].eq(True)]
     tutor_unsolved = (failed.groupby("question").agg(students=("user", "nunique"), asked=("user", "size"))
                       .sort_values(["students", "asked"], ascending=False).reset_index())
-    return ClassSummary(events, questions, per_student(questions, events), errors, tutor_unsolved)
+    return ClassSummary(events, questions, per_student(questions, events), errors, tutor_unsolved,
+                        pack_questions(events))
+
+
+def pack_questions(events: pd.DataFrame) -> pd.DataFrame:
+    """The questions answered from the teacher's pack: how many students asked, hints used, checks and
+    checks that were right."""
+    asked = events[(events["event"] == "question") & events["pack"].notna()][KEYS + ["pack"]].drop_duplicates(KEYS)
+    if asked.empty:
+        return pd.DataFrame(columns=["pack question", "students", "hints", "checks", "checks right"])
+    mine = events.drop(columns="pack").merge(asked, on=KEYS)
+    grouped = mine.groupby("pack")
+    table = pd.DataFrame({
+        "students": grouped["user"].nunique(),
+        "hints": grouped["event"].agg(lambda e: int((e == "hint").sum())),
+        "checks": grouped["event"].agg(lambda e: int((e == "check").sum())),
+        "checks right": mine[(mine["event"] == "check") & mine["succeeded"].eq(True)].groupby("pack").size(),
+    })
+    table["checks right"] = table["checks right"].fillna(0).astype(int)
+    return table.rename_axis("pack question").reset_index()
 
 
 # ---------------------------------------------------------------------- figures
@@ -243,6 +267,10 @@ def _body(summary: ClassSummary) -> list[str]:
         _section("Time to solution",
                  time_figure(questions) if not solved.empty else "<p>No question was solved yet.</p>",
                  '<p class="note">Per student medians are in the first table.</p>'),
+        _section("Questions from the teacher's pack",
+                 _table(summary.from_pack, "No question was answered from a tutor pack."),
+                 '<p class="note">Hints prepared with <code>pal-jupyter prepare</code>, the same for every '
+                 "student; checks compared with the pack's key.</p>"),
         _section("Questions the tutor itself could not solve",
                  _table(summary.tutor_unsolved, "The tutor solved every question it was asked."),
                  '<p class="note">Worth checking by hand: the question may be ambiguous, or beyond the model.</p>'),

@@ -9,7 +9,9 @@ time:
 3. the full working program (only where the teacher's policy allows solutions).
 
 Levels 1 and 2 never contain the final answer: the plan is scrubbed of it and the skeleton is
-cut from the verified program mechanically, so neither depends on a model behaving.
+cut from the verified program mechanically, so neither depends on a model behaving. A teacher's
+tutor pack (:mod:`.pack`, made before class by :mod:`.prepare`) holds the same ladder, verified
+against the teacher's key, and a :class:`TutorPlan` made from it needs no model at all.
 
 :func:`check_code` runs a student's own program in a child kernel and, when it fails or gives
 a wrong answer, explains what went wrong in beginner's words and points at the line.
@@ -21,7 +23,7 @@ from __future__ import annotations
 
 import ast
 import re
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -32,6 +34,7 @@ from ..engine.records import ProgramAnswer, Session
 from ..errors import NoCodeError
 from ..kernels import ExecutionResult, ExecutorLimits, KernelPool
 from ..prompts.tutor import check_messages, explanation_messages, plan_messages
+from .answer_key import AnswerKey
 from .cell_error import CellError, located_error
 from .error_hints import plain_hint, typo_hint
 from .steps import step_to_recheck
@@ -53,7 +56,7 @@ class TutorPlan:
     """What the tutor prepared for one question: its private solution and the hint ladder."""
 
     question: str
-    session: Session  # the hidden solve; the tutor's own program is session.final.code
+    session: Session | None  # the hidden solve (its program is session.final.code); None for a pack's question
     hints: list[Hint] = field(default_factory=list)
     shown: int = 0  # hint levels revealed so far
     question_id: str = ""  # for the class log
@@ -61,21 +64,46 @@ class TutorPlan:
     widget: Any = None  # the TutorWidget showing this plan, if any
     started: float = 0.0  # time.time() when the question was asked
     min_agreement: float = 0.0  # below this share of agreeing programs the tutor is not sure
+    key: AnswerKey | None = None  # a pack's key (a salted hash): what --check compares with
+    pack: str = ""  # where a pack question's hints came from, e.g. "week3.pal-pack.json, question q2"
+
+    @classmethod
+    def from_pack(cls, question: str, hints: list[Hint], key: AnswerKey | None, pack: str) -> TutorPlan:
+        """A question the teacher's pack prepared: verified hints, no model run."""
+        return cls(question, None, hints=list(hints), key=key, pack=pack)
 
     @property
     def solvable(self) -> bool:
-        return self.session.succeeded
+        return self.session.succeeded if self.session is not None else bool(self.hints)
 
     @property
     def sure(self) -> bool:
-        """Enough of the tutor's own programs agree on the answer to guide a student towards it."""
+        """Enough of the tutor's own programs agree on the answer to guide a student towards it (a
+        pack's hints were verified against the teacher's key)."""
+        if self.session is None:
+            return True
         agreement, vote = self.session.agreement, self.session.vote
         single = vote is None or vote.candidates <= 1  # one program: nothing to disagree with
         return single or agreement is None or agreement >= self.min_agreement
 
     @property
     def answer_value(self) -> float | None:
-        return parse_number(self.session.answer)
+        return parse_number(self.session.answer) if self.session is not None else None
+
+    @property
+    def reference(self) -> str | None:
+        """The tutor's verified program, when it has one to compare a student's steps with."""
+        return self.session.final.code if self.session is not None and self.session.final else None
+
+    @property
+    def expected(self) -> float | None:
+        """The number ``--check`` compares with where there is no key: the tutor's own answer, when sure."""
+        return None if self.key is not None or not self.sure else self.answer_value
+
+    @property
+    def checkable(self) -> bool:
+        """Whether ``--check`` can say right or not yet: the teacher's key, or a sure answer."""
+        return self.key is not None or self.expected is not None
 
     def next_hint(self) -> Hint | None:
         """Reveal the next level (None when the ladder, as capped by policy, is used up)."""
@@ -90,16 +118,28 @@ class TutorPlan:
 
 def prepare_hints(plan: TutorPlan, backend: ModelBackend, cap: int, generation: GenerationOptions | None = None) -> None:
     """Fill ``plan.hints`` up to level ``cap`` (0-3) from the tutor's verified program."""
-    program = plan.session.final.code if plan.session.final else None
+    program = plan.reference
     if not plan.solvable or not program:
         return
-    answer = plan.answer_value
+    answers = [p.program_answer for p in plan.session.programs if p.program_answer is not None]
+    plan.hints = hint_ladder(plan.question, program, plan.answer_value, backend, cap, generation, others=answers)
+
+
+def hint_ladder(question: str, program: str, answer: float | None, backend: ModelBackend, cap: int,
+                generation: GenerationOptions | None = None, others: Iterable[ProgramAnswer] = ()) -> list[Hint]:
+    """The hints up to level ``cap`` from a verified ``program``: the answer, and each of ``others``
+    (answers other programs gave), blanked from every level but the whole program."""
     makers = {
-        1: lambda: plan_hint(plan.question, program, answer, backend, generation),
+        1: lambda: plan_hint(question, program, answer, backend, generation),
         2: lambda: Hint(2, LEVEL_TITLES[2], skeleton(program, answer), True),
         3: lambda: Hint(3, LEVEL_TITLES[3], program, True),
     }
-    plan.hints = [makers[level]() for level in range(1, cap + 1)]
+    hints = [makers[level]() for level in range(1, cap + 1)]
+    for hint in hints:
+        if hint.level < 3:
+            for other in others:
+                hint.text = _scrub_candidate(hint.text, other)
+    return hints
 
 
 def plan_hint(
@@ -119,12 +159,17 @@ def scrub_answer(text: str, answer: float | None) -> str:
     """Replace every number equal to the final answer by a blank (a hint must not give it away)."""
     if answer is None:
         return text
+    return scrub_numbers(text, lambda value: numbers_match(value, answer))
+
+
+def scrub_numbers(text: str, is_answer: Callable[[float | None], bool]) -> str:
+    """Replace every number ``is_answer`` takes for the answer by a blank (a pack's key: :meth:`AnswerKey.matches`)."""
 
     def replace(match: re.Match[str]) -> str:
         if match.group("marker"):
             return match.group(0)  # "2. How ..." numbers a list; it is not a quantity
         value = parse_number(match.group("number").replace("_", ""))
-        return BLANK if numbers_match(value, answer) else match.group(0)
+        return BLANK if value is not None and is_answer(value) else match.group(0)
 
     # Python's digit separators too: a skeleton's ``total = 4_800`` is the answer 4800.
     return re.sub(r"(?m)(?P<marker>^\s*\d+\.(?=\s))|(?P<number>\$?-?\d+(?:,\d{3}|_\d+)*(?:\.\d+)?)", replace, text)
@@ -233,6 +278,7 @@ class CheckResult:
     execution: ExecutionResult
     expected: float | None = None
     got: float | None = None
+    keyed: bool = False  # checked against a pack's key (a hash of the answer) rather than ``expected``
     verdict: str = "ok"  # "ok", "error" or "wrong_answer"
     line: int | None = None  # the line the error points at (1-based)
     line_text: str = ""
@@ -243,6 +289,11 @@ class CheckResult:
     @property
     def passed(self) -> bool:
         return self.verdict == "ok"
+
+    @property
+    def against_answer(self) -> bool:
+        """Whether the program was compared with a known answer (not only run)."""
+        return self.expected is not None or self.keyed
 
     @property
     def error_type(self) -> str | None:
@@ -265,18 +316,29 @@ def check_code(
     generation: GenerationOptions | None = None,
     limits: ExecutorLimits | None = None,
     reference: str | None = None,
+    key: AnswerKey | None = None,
 ) -> CheckResult:
     """Run a student's program; on an error or a wrong answer, explain it for a beginner.
 
     ``reference`` (the tutor's verified program) lets a wrong answer's hint name the step to
     re-check (:mod:`~pal_jupyter.classroom.steps`). Unless solutions are allowed, the expected
     answer is scrubbed from the model's explanation: the model is told it, the student is not.
+    ``key`` (a tutor pack's) stands for ``expected`` where only a hash of the answer is known; the
+    model is then not told the answer at all.
     """
     result = pool.run(code, variables, limits=limits)
-    check = CheckResult(code=code, execution=result, expected=expected, got=parse_number(result.text_output()))
+    printed = result.text_output()
+    if key is not None and key.name and result.ok and parse_number(printed) is None:
+        # an nbgrader-style answer: left in the name the teacher's solution assigns, not printed
+        named = pool.run(f"{code}\nprint({key.name})", variables, limits=limits)
+        printed = named.text_output() if named.ok else printed
+    check = CheckResult(code=code, execution=result, expected=expected, got=parse_number(printed),
+                        keyed=key is not None)
     if not result.ok:
         check.verdict = "error"
         check.line = result.error.lineno if result.error else None
+    elif key is not None and not key.matches(printed):
+        check.verdict = "wrong_answer"
     elif expected is not None and not numbers_match(check.got, expected):
         check.verdict = "wrong_answer"
     else:
@@ -288,6 +350,8 @@ def check_code(
     check.explanation, fixed = _split_reply(reply.text)
     if check.verdict == "wrong_answer" and not allow_solution:
         check.explanation = scrub_answer(check.explanation, expected)
+        if key is not None and key.kind == "number":  # the model was not told it, but may have found it
+            check.explanation = scrub_numbers(check.explanation, key.matches)
     check.hint = _hint_from(check)
     if check.verdict == "wrong_answer" and reference:
         pointer = step_to_recheck(code, reference, pool, limits)
@@ -297,7 +361,9 @@ def check_code(
             check.line_text = pointer.code_line
     if allow_solution and fixed:
         verified = pool.run(fixed, variables, limits=limits)
-        if verified.ok and (expected is None or numbers_match(parse_number(verified.text_output()), expected)):
+        right = key.matches(verified.text_output()) if key is not None else \
+            expected is None or numbers_match(parse_number(verified.text_output()), expected)
+        if verified.ok and right:
             check.corrected = fixed
     return check
 

@@ -1,4 +1,4 @@
-"""The ``pal-jupyter`` command: ask, bench, collect, train, compare, leti, models, doctor, report, serve."""
+"""The ``pal-jupyter`` command: ask, bench, collect, train, compare, leti, models, doctor, report, prepare, serve."""
 
 from __future__ import annotations
 
@@ -172,6 +172,21 @@ def build_parser() -> argparse.ArgumentParser:
     report.add_argument("logdir", help="folder of per-student JSONL class logs (TeacherPolicy.log_dir)")
     report.add_argument("--out", default="report.html", help="HTML file to write (default: report.html)")
     report.add_argument("--no-progress", action="store_true", help="no progress bar while reading logs")
+
+    prepare = commands.add_parser("prepare", help="turn an assignment (a JSONL answer key or an nbgrader source "
+                                                  "notebook) into a tutor pack of verified hints, before class")
+    prepare.add_argument("assignment", help="JSONL of questions with answers, or an nbgrader source notebook")
+    prepare.add_argument("--out", default=None, help="the pack to write (default: beside the assignment, "
+                                                     "ASSIGNMENT.pal-pack.json)")
+    prepare.add_argument("--solutions", action="store_true",
+                         help="include the whole verified program as the last hint (only where the class "
+                              "policy allows solutions; without it the pack never holds it)")
+    prepare.add_argument("--budget", type=float, default=240.0, metavar="SECONDS",
+                         help="seconds to look for a verified program per question, at most (default: 240; "
+                              "a new search step starts only within it)")
+    prepare.add_argument("--model", "-m", default=None, help="the model (default: $PAL_JUPYTER_MODEL, else "
+                                                             "the default preset)")
+    prepare.add_argument("--no-progress", action="store_true", help="no progress bar")
 
     serve = commands.add_parser("serve", help="serve a model to a whole class with vLLM (launches it; "
                                               "students use --model openai:NAME@URL)")
@@ -446,6 +461,32 @@ def cmd_report(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_prepare(args: argparse.Namespace) -> int:
+    from tqdm import tqdm
+
+    from ..classroom.assignment import read_assignment
+    from ..classroom.pack import pack_path_for
+    from ..classroom.prepare import prepare_pack, summary_lines
+
+    questions = read_assignment(args.assignment)
+    out = Path(args.out) if args.out else pack_path_for(args.assignment)
+    settings = Settings(model=args.model or default_model())
+    backend = _load(settings)
+    with _pool(settings, warm=2) as pool, tqdm(total=len(questions), desc="preparing", unit="question",
+                                               disable=args.no_progress) as bar:
+        def advance(prepared: Any) -> None:
+            bar.set_postfix_str("verified" if prepared.verified else "not verified")
+            bar.update()
+
+        pack = prepare_pack(questions, backend, pool, assignment=Path(args.assignment).name,
+                            solutions=args.solutions, budget_s=args.budget, progress=advance)
+    pack.save(out)
+    print("\n".join(summary_lines(pack)))
+    seconds = [q.seconds for q in pack.questions]
+    print(f"{sum(seconds) / len(seconds):.1f} s a question; the pack: {out}")
+    return 0
+
+
 def cmd_serve(args: argparse.Namespace) -> int:
     from ..classroom.vllm_server import VllmServer, class_instructions, find_vllm_python, resolve_model, serving_dtype
 
@@ -480,7 +521,7 @@ def main(argv: list[str] | None = None) -> int:
     logging.basicConfig(level=logging.INFO if args.verbose else logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
     handler = {"ask": cmd_ask, "bench": cmd_bench, "collect": cmd_collect, "train": cmd_train,
                "compare": cmd_compare, "leti": cmd_leti, "models": cmd_models, "doctor": cmd_doctor,
-               "report": cmd_report, "serve": cmd_serve}[args.command]
+               "report": cmd_report, "prepare": cmd_prepare, "serve": cmd_serve}[args.command]
     try:
         return handler(args)
     except PalError as exc:

@@ -1,5 +1,5 @@
-"""The IPython surface: ``%%pal`` / ``%pal``, ``%pal_hint``, ``%pal_explain``, ``%pal_mode``, ``%pal_policy``,
-``%pal_config``.
+"""The IPython surface: ``%%pal`` / ``%pal``, ``%pal_hint``, ``%pal_explain``, ``%pal_pack``, ``%pal_mode``,
+``%pal_policy``, ``%pal_config``.
 
 ``%load_ext pal_jupyter`` registers :class:`PalMagics`, starts warming a child kernel, and says
 hello to the JupyterLab extension. Defaults are traitlets built from the option declarations
@@ -174,6 +174,31 @@ class PalMagics(Magics):
             if mode:
                 self.policy.override("mode", mode)
             print(f"AI help in this notebook: {self.policy.mode} ({self.policy.origin('mode')}).")
+
+    @line_magic
+    def pal_pack(self, line: str = "") -> None:
+        """Answer tutor questions from a teacher's tutor pack first: %pal_pack week3.pal-pack.json
+
+        A pack (made with ``pal-jupyter prepare``) holds verified hints for an assignment's questions:
+        ``%%pal --tutor`` on one of them shows its hints at once, with no model run, and ``%%pal --check``
+        uses its key. Other questions go to the model as before. Without an argument it says which
+        pack is in use.
+        """
+        path = line.strip().strip("'\"")
+        if self.runtime.turned_off():
+            return
+        with _one_line_errors():
+            if path:
+                self.runtime.load_pack(path)
+            else:
+                self.runtime.pack_match("")  # the policy's pack, or the one beside the notebook
+            pack = self.runtime.pack
+            if pack is None:
+                print("No tutor pack is in use: load one with %pal_pack PATH (made by 'pal-jupyter prepare').")
+                return
+            ready = sum(bool(q.hints) for q in pack.questions)
+            print(f"Tutor pack {pack.name}: {len(pack.questions)} questions, {ready} with prepared hints. "
+                  "%%pal --tutor answers those from it.")
 
     @line_magic
     def pal_policy(self, line: str = "") -> None:

@@ -20,6 +20,7 @@ from IPython.display import display
 
 from ..backends import ModelBackend
 from ..classroom.classlog import ClassLog
+from ..classroom.pack import PackMatch, TutorPack, pack_beside
 from ..classroom.policy import TeacherPolicy
 from ..engine.isolation import fallback_note
 from ..engine.loop import SolveObserver, solve
@@ -72,6 +73,8 @@ class NotebookRuntime:
         self.link = cells.FrontendLink()
         self.last_session: Session | None = None
         self.tutor_plan: Any = None  # the last tutor-mode question, for %pal_hint and --check
+        self.pack: TutorPack | None = None  # the teacher's prepared hints (%pal_pack, the policy, or found)
+        self._pack_sought = False
         self._classlog: ClassLog | None = None
         self._pool: KernelPool | None = None
         self._pool_lock = threading.Lock()
@@ -122,6 +125,25 @@ class NotebookRuntime:
 
     def backend(self, settings: Settings) -> ModelBackend:
         return settings.load_model()
+
+    def load_pack(self, path: str) -> TutorPack:
+        """Answer tutor questions from the pack at ``path`` first (``%pal_pack``)."""
+        self.pack, self._pack_sought = TutorPack.load(path), True
+        return self.pack
+
+    def pack_match(self, question: str) -> PackMatch | None:
+        """The pack question ``question`` is, when a pack is in use: loaded, named by the teacher's
+        policy, or the one pack in the notebook's folder (looked for once)."""
+        if self.pack is None and not self._pack_sought:
+            self._pack_sought = True
+            if self.policy.pack:  # the teacher named it: a broken one is an error to fix
+                self.pack = TutorPack.load(self.policy.pack)
+            elif (beside := pack_beside(Path.cwd())) is not None:
+                try:
+                    self.pack = TutorPack.load(beside)
+                except PalError as exc:  # a stray file must not stop tutoring: the live tutor answers
+                    log.warning("Not using the tutor pack found beside the notebook: %s", exc)
+        return self.pack.find(question) if self.pack is not None else None
 
     @property
     def classlog(self) -> ClassLog:
@@ -219,7 +241,7 @@ class NotebookRuntime:
         restarting the kernel does not reset it. An assist question is logged only when a limit applies.
         """
         limit = self.policy.max_requests_per_hour
-        if not limit:
+        if not limit or (kind == "tutor" and self.pack_match(question) is not None):  # a pack's hints are free
             return
         recent = self.classlog.recent(seconds=3600)
         # A tutor question logs itself twice (asked, then ready) and its checks share its id: count

@@ -2,7 +2,8 @@
 
 The teaching logic lives in :mod:`pal_jupyter.classroom.tutor`; this module connects it to the
 notebook: the teacher's policy (how far hints may go), the class log (every question, hint,
-attempt, check, reveal and explanation), the tutor widget and cell insertion. Every function
+attempt, check, reveal and explanation), the tutor widget, cell insertion and the teacher's tutor
+pack (:mod:`pal_jupyter.classroom.pack`: prepared hints, no model run). Every function
 takes the session's :class:`~pal_jupyter.notebook.runtime.NotebookRuntime`.
 """
 
@@ -15,8 +16,9 @@ from typing import Any
 
 from IPython.display import display
 
+from ..classroom.pack import PackMatch
 from ..classroom.tutor import (TutorPlan, check_code, competing_approaches, explain_error, prepare_hints,
-                               scrub_answer)
+                               scrub_answer, scrub_numbers)
 from ..engine.loop import SolveObserver
 from ..classroom.cell_error import CellError
 from ..engine.records import Vote
@@ -26,6 +28,7 @@ from .runtime import NotebookRuntime, Request
 from .session_html import STYLE, highlight, notice_bundle
 from .tutor_widget import TutorWidget, hint_text
 
+COPY = " (copy it into a new cell)"
 CANNOT_SOLVE = ("I could not write a working program for this question myself, so I cannot guide you "
                 "reliably. Please ask your teacher.")
 
@@ -44,13 +47,16 @@ class _Progress(SolveObserver):
 def run_tutor(runtime: NotebookRuntime, request: Request) -> None:
     """Solve privately (several programs must agree), then reveal hints level by level within
     the policy's cap. When the tutor's own programs disagree it says so and, instead of hints,
-    offers the competing approaches for a discussion with the teacher."""
+    offers the competing approaches for a discussion with the teacher. A question of the teacher's
+    tutor pack gets its prepared hints at once, with no model run; an unverified one is solved live
+    but checked with the pack's key."""
     policy = runtime.policy
     cap = policy.effective_hint_cap()
-    widget = None
-    if not request.quiet and getattr(runtime.shell, "kernel", None) is not None:
-        widget = TutorWidget(request.question, on_next=lambda: reveal_next(runtime, plan=widget.plan))  # type: ignore[union-attr]
-        widget.show()
+    match = runtime.pack_match(request.question)
+    if match is not None and match.question.hints:
+        _from_pack(runtime, request, match, cap)
+        return
+    widget = _widget(runtime, request)
     log = runtime.classlog
     question_id = _new_id("q")
     log.question(question_id, request.question)
@@ -59,7 +65,8 @@ def run_tutor(runtime: NotebookRuntime, request: Request) -> None:
         session = runtime.solve(request, observer=_Progress(widget), backend=backend)
         if session.context is not None:  # what the notebook sent with the question, said out loud
             display(notice_bundle(session.context.note), raw=True)
-        plan = TutorPlan(request.question, session, min_agreement=policy.min_agreement)
+        plan = TutorPlan(request.question, session, min_agreement=policy.min_agreement,
+                         key=match.question.key if match is not None else None)  # the teacher's key checks
         if plan.solvable and plan.sure:
             prepare_hints(plan, backend, cap, request.settings.generation())
     except NoCodeError:
@@ -90,6 +97,35 @@ def run_tutor(runtime: NotebookRuntime, request: Request) -> None:
                details={"ready": True, "hint_cap": cap})
     _say(widget, f"I have worked it out. Hints available: {cap} level(s). Try it yourself first!")
     for _ in range(max(1, min(request.hint_level or 1, cap))):
+        reveal_next(runtime, from_button=widget is not None, plan=plan)
+
+
+def _widget(runtime: NotebookRuntime, request: Request) -> TutorWidget | None:
+    """The live tutor widget, where a frontend can show one (not for ``--quiet``)."""
+    if request.quiet or getattr(runtime.shell, "kernel", None) is None:
+        return None
+    widget = TutorWidget(request.question, on_next=lambda: reveal_next(runtime, plan=widget.plan))
+    widget.show()
+    return widget
+
+
+def _from_pack(runtime: NotebookRuntime, request: Request, match: PackMatch, cap: int) -> None:
+    """A question of the teacher's pack: its verified hints at once, the same for every student, no model run."""
+    prepared, pack = match.question, runtime.pack
+    plan = TutorPlan.from_pack(prepared.question, [h for h in prepared.hints if h.level <= cap], prepared.key,
+                               pack=f"{pack.name if pack else 'the pack'}, question {prepared.id}")
+    widget = _widget(runtime, request)
+    question_id = _new_id("q")
+    runtime.classlog.question(question_id, request.question, tutor_solved=True,
+                              details={"ready": True, "hint_cap": cap, "pack": plan.pack})
+    plan.question_id, plan.origin, plan.widget, plan.started = question_id, request.origin, widget, time.time()
+    runtime.tutor_plan = plan
+    if widget is not None:
+        widget.plan = plan
+    took = "" if match.exact else f"I took this for your teacher's question {prepared.id}: \"{prepared.question}\" "
+    _say(widget, f"{took}Your teacher prepared hints for this question: {len(plan.hints)} level(s). "
+                 "Try it yourself first!")
+    for _ in range(max(1, min(request.hint_level or 1, len(plan.hints)))):
         reveal_next(runtime, from_button=widget is not None, plan=plan)
 
 
@@ -147,9 +183,9 @@ def reveal_next(runtime: NotebookRuntime, from_button: bool = True, plan: TutorP
     runtime.classlog.hint(plan.question_id, level=hint.level)
     if hint.level == 3:
         runtime.classlog.reveal(plan.question_id, level=3)
-        route = runtime.insert(plan.session, plan.origin, allow_payload=not from_button)
-        if route.route == "none":
-            hint.title += " (copy it into a new cell)"
+        route = runtime.insert(plan.session, plan.origin, allow_payload=not from_button) if plan.session else None
+        if (route is None or route.route == "none") and not hint.title.endswith(COPY):
+            hint.title += COPY
     remaining = cap - plan.shown
     note = _ladder_note(remaining, cap)
     if widget is not None:
@@ -184,12 +220,13 @@ def run_check(runtime: NotebookRuntime, request: Request) -> None:
     code = request.question  # the cell body is the student's program
     question = plan.question if plan is not None else ""
     # An answer the tutor is not sure of is no yardstick: "not right" would tell which candidate won.
-    verified = plan if plan is not None and plan.sure else None
+    verified = plan if plan is not None and plan.checkable else None
     expected = request.expect
     if expected is None and verified is not None:
-        expected = verified.answer_value
+        expected = verified.expected
     question_id = plan.question_id if plan is not None else _new_id("check")
-    result = _check(runtime, request.settings, code, expected, question, verified)
+    result = _check(runtime, request.settings, code, expected, question, verified,
+                    keyed=request.expect is None)
     runtime.classlog.check(question_id, question=question, succeeded=result.passed, error_type=result.error_type,
                            details={"line": result.line})
     if result.passed and verified is not None:  # running is not solving when no answer is known
@@ -199,18 +236,20 @@ def run_check(runtime: NotebookRuntime, request: Request) -> None:
 
 
 def _check(runtime: NotebookRuntime, settings: Any, code: str, expected: float | None, question: str,
-           plan: TutorPlan | None) -> Any:
-    """``check_code`` as the notebook runs it: the policy's solutions, the tutor's program as reference."""
-    reference = plan.session.final.code if plan is not None and plan.session.final else None
+           plan: TutorPlan | None, keyed: bool = True) -> Any:
+    """``check_code`` as the notebook runs it: the policy's solutions, the tutor's program as reference,
+    a pack's key (unless ``--expect`` named the answer)."""
     return check_code(code, backend=runtime.backend(settings), pool=runtime.pool(settings), expected=expected,
                       question=question, allow_solution=runtime.policy.solutions_allowed,
-                      generation=settings.generation(), limits=settings.limits(), reference=reference)
+                      generation=settings.generation(), limits=settings.limits(),
+                      reference=plan.reference if plan is not None else None,
+                      key=plan.key if plan is not None and keyed else None)
 
 
 def check_text(result: Any) -> str:
     if result.passed:
         shown = "" if result.got is None else f" It prints {result.got:g}."
-        return "Well done: your program runs" + (" and gives the expected answer." if result.expected is not None else ".") + shown
+        return "Well done: your program runs" + (" and gives the expected answer." if result.against_answer else ".") + shown
     printed = "nothing" if result.got is None else f"{result.got:g}"
     lines = [f"Your program runs, but the answer is not right: it prints {printed}." if result.verdict == "wrong_answer"
              else f"Your program stopped with an error{f' on line {result.line}' if result.line else ''}."]
@@ -256,8 +295,7 @@ def explain(runtime: NotebookRuntime, cell_id: str | None = None) -> None:
         _explain_error(runtime, error)
         return
     plan = runtime.tutor_plan
-    if run is not None and plan is not None and plan.sure and plan.answer_value is not None \
-            and run.finished >= plan.started:
+    if run is not None and plan is not None and plan.checkable and run.finished >= plan.started:
         _check_result(runtime, plan, [r for r in runtime.cells.runs_since(plan.started) if not r.failed])
         return
     raise PalError("There is no error to explain: the last cell you ran worked. %pal_explain explains the "
@@ -274,6 +312,8 @@ def _explain_error(runtime: NotebookRuntime, error: CellError) -> None:
     plan = runtime.tutor_plan
     if plan is not None and not policy.solutions_allowed:
         explanation = scrub_answer(explanation, plan.answer_value)
+        if plan.key is not None and plan.key.kind == "number":
+            explanation = scrub_numbers(explanation, plan.key.matches)
     runtime.classlog.explain(_new_id("explain"), question=text.splitlines()[-1], error_type=error.name)
     label = "A hint" if as_hint else "What went wrong"
     display({"text/plain": f"{text}\n{label}: {explanation}",
@@ -285,7 +325,7 @@ def _explain_error(runtime: NotebookRuntime, error: CellError) -> None:
 def _check_result(runtime: NotebookRuntime, plan: TutorPlan, runs: list[CellRun]) -> None:
     """Re-run the student's cells since the question in a child kernel; compare with the answer."""
     code = "\n\n".join(run.source.rstrip("\n") for run in runs)
-    result = _check(runtime, runtime.settings(), code, plan.answer_value, plan.question, plan)
+    result = _check(runtime, runtime.settings(), code, plan.expected, plan.question, plan)
     result.line = _line_in_cell(runs, result.line)  # the student counts lines per cell
     runtime.classlog.check(plan.question_id, succeeded=result.passed, error_type=result.error_type,
                            details={"line": result.line, "from": "pal_explain"})
