@@ -92,10 +92,15 @@ def test_a_question_that_is_not_utf8_is_answered_and_traced(tiny_model_dir, tmp_
     (["bench", "--data", "{bad_json}", "--samples", "1,-1"], "samples must be a whole number from 0 to 16"),
     (["leti", "/no/such/trace.jsonl"], "No trace file at /no/such/trace.jsonl."),
     (["report", "{tmp}", "--out", "/proc/no/report.html"], "Could not write the report to /proc/no/report.html"),
+    (["prepare", "/no/such/week3.jsonl"], "No assignment at /no/such/week3.jsonl"),
+    (["prepare", "{no_question}"], "line 1: each line needs a 'question' and its 'answer'"),
+    (["prepare", "{key}", "--out", "/proc/no/week3.pal-pack.json"],
+     "Could not write the pack to /proc/no/week3.pal-pack.json"),
 ])
 def test_usage_problems_are_one_line_and_exit_2_before_any_model_loads(tmp_path, args, message):
     files = {"bad_json": tmp_path / "bad.jsonl", "latin1": tmp_path / "latin1.jsonl",
-             "no_question": tmp_path / "noq.jsonl", "tmp": tmp_path}
+             "no_question": tmp_path / "noq.jsonl", "key": tmp_path / "key.jsonl", "tmp": tmp_path}
+    files["key"].write_text('{"question": "What is 2 + 2?", "answer": "#### 4"}\n')
     files["bad_json"].write_text('{"question": "q", "answer": "#### 1"}\n{"question": oops\n')
     files["latin1"].write_bytes('{"question": "caf\xe9?", "answer": "#### 1"}\n'.encode("latin-1"))
     files["no_question"].write_text('{"answer": "#### 1"}\n')

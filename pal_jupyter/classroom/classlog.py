@@ -27,6 +27,8 @@ from functools import partialmethod
 from pathlib import Path
 from typing import Any
 
+from ..errors import PalError
+
 try:  # POSIX only; on Windows the thread lock is all we have.
     import fcntl
 except ImportError:  # pragma: no cover - exercised on Windows only
@@ -212,3 +214,15 @@ def read_log_dir(log_dir: str | os.PathLike[str], stats: ReadStats | None = None
     """Yield the records of every log file under ``log_dir``."""
     for path in log_files(log_dir):
         yield from read_log(path, stats)
+
+
+def writable_file(out: Path, what: str) -> Path:
+    """``out``, once its folder exists and it can be written; else a PalError naming ``what`` (say "the
+    report"), so that a command fails in a second rather than after its work."""
+    try:
+        out.parent.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise PalError(f"Could not write {what} to {out}: {exc.strerror or exc}. Choose another --out.") from None
+    if out.is_dir() or not os.access(out.parent, os.W_OK) or (out.exists() and not os.access(out, os.W_OK)):
+        raise PalError(f"Could not write {what} to {out}: not a writable file. Choose another --out.")
+    return out

@@ -95,12 +95,12 @@ class TutorPack:
         asked = normalised(question)
         if not asked:
             return None
-        scored = [(difflib.SequenceMatcher(None, asked, normalised(q.question), autojunk=False).ratio(), q)
-                  for q in self.questions]
-        for score, candidate in scored:
-            if normalised(candidate.question) == asked:
-                return PackMatch(candidate, exact=True, similarity=1.0)
-        score, best = max(scored, key=lambda pair: pair[0], default=(0.0, None))
+        texts = [(normalised(q.question), q) for q in self.questions]
+        exact = next((q for text, q in texts if text == asked), None)
+        if exact is not None:
+            return PackMatch(exact, exact=True, similarity=1.0)
+        similarity = ((difflib.SequenceMatcher(None, asked, text, autojunk=False).ratio(), q) for text, q in texts)
+        score, best = max(similarity, key=lambda pair: pair[0], default=(0.0, None))
         return PackMatch(best, exact=False, similarity=score) if best is not None and score >= NEAR else None
 
     def to_json(self) -> dict[str, Any]:

@@ -99,16 +99,15 @@ def teachers_key(question: AssignmentQuestion, pool: KernelPool) -> tuple[Answer
     """Run the teacher's solution after its notebook's set-up: what it prints (or leaves in the
     name it assigns last) is the key."""
     solution = question.solution or ""
-    name = None
-    marker = "<<pal-jupyter: the solution's output>>"
-    code = "\n\n".join([*question.setup, f"print({marker!r})", solution])
-    result = pool.run(code)
-    printed = result.text_output().split(marker, 1)[-1].strip()
-    if result.ok and not printed:
-        name = answer_name(solution)
-        if name is not None:
-            result = pool.run(f"{code}\nprint({name})")
-            printed = result.text_output().split(marker, 1)[-1].strip()
+    name = answer_name(solution)
+    marker, named = "<<pal-jupyter: the solution's output>>", "<<pal-jupyter: its last name's value>>"
+    parts = [*question.setup, f"print({marker!r})", solution]
+    if name is not None:  # read in the same run, in case the solution prints nothing
+        parts.append(f"print({named!r})\ntry:\n    print({name})\nexcept NameError:\n    pass")
+    result = pool.run("\n\n".join(parts))
+    own, _, value = result.text_output().split(marker, 1)[-1].partition(named)
+    printed = own.strip() or value.strip()
+    name = name if printed and not own.strip() else None  # the key names the variable only when read from it
     if not result.ok or not printed:
         why = f"it stopped with {result.error.ename}" if result.error else "it printed nothing and assigns no name"
         return None, Verification(problem=f"The teacher's solution gave no answer: {why}.")

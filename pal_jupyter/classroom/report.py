@@ -33,7 +33,7 @@ from matplotlib.figure import Figure
 from tqdm import tqdm
 
 from ..errors import PalError
-from .classlog import ReadStats, log_files, read_log
+from .classlog import ReadStats, log_files, read_log, writable_file
 
 log = logging.getLogger(__name__)
 
@@ -289,22 +289,13 @@ def render_html(summary: ClassSummary | None, stats: ReadStats, log_dir: Path) -
 # ---------------------------------------------------------------------- entry point
 
 
-def _writable(out: Path) -> Path:
-    try:
-        out.parent.mkdir(parents=True, exist_ok=True)
-    except OSError as exc:
-        raise PalError(f"Could not write the report to {out}: {exc.strerror or exc}. Choose another --out.") from None
-    if out.is_dir() or not os.access(out.parent, os.W_OK) or (out.exists() and not os.access(out, os.W_OK)):
-        raise PalError(f"Could not write the report to {out}: not a writable file. Choose another --out.")
-    return out
-
-
 def build_report(log_dir: str | os.PathLike[str], out_path: str | os.PathLike[str], progress: bool = True) -> Path:
     """Read every class log under ``log_dir`` and write the HTML report to ``out_path``."""
     folder = Path(log_dir).expanduser()
     if not folder.is_dir():
         raise PalError(f"No log folder at {folder}: give the folder set as TeacherPolicy.log_dir.")
-    out = _writable(Path(out_path).expanduser())  # before the logs are read: fail in a second, not a minute
+    # before the logs are read: fail in a second, not a minute
+    out = writable_file(Path(out_path).expanduser(), "the report")
     stats = ReadStats()
     records: list[dict[str, Any]] = []
     for path in tqdm(log_files(folder), desc="reading logs", unit="file", disable=not progress):

@@ -465,11 +465,13 @@ def cmd_prepare(args: argparse.Namespace) -> int:
     from tqdm import tqdm
 
     from ..classroom.assignment import read_assignment
+    from ..classroom.classlog import writable_file
     from ..classroom.pack import pack_path_for
     from ..classroom.prepare import prepare_pack, summary_lines
 
     questions = read_assignment(args.assignment)
-    out = Path(args.out) if args.out else pack_path_for(args.assignment)
+    # before the model loads: an hour of preparing must not end in a pack that cannot be written
+    out = writable_file(Path(args.out).expanduser() if args.out else pack_path_for(args.assignment), "the pack")
     settings = Settings(model=args.model or default_model())
     backend = _load(settings)
     with _pool(settings, warm=2) as pool, tqdm(total=len(questions), desc="preparing", unit="question",

@@ -188,11 +188,7 @@ class PalMagics(Magics):
         if self.runtime.turned_off():
             return
         with _one_line_errors():
-            if path:
-                self.runtime.load_pack(path)
-            else:
-                self.runtime.pack_match("")  # the policy's pack, or the one beside the notebook
-            pack = self.runtime.pack
+            pack = self.runtime.load_pack(path) if path else self.runtime.pack_in_use()
             if pack is None:
                 print("No tutor pack is in use: load one with %pal_pack PATH (made by 'pal-jupyter prepare').")
                 return

@@ -132,8 +132,13 @@ class NotebookRuntime:
         return self.pack
 
     def pack_match(self, question: str) -> PackMatch | None:
-        """The pack question ``question`` is, when a pack is in use: loaded, named by the teacher's
-        policy, or the one pack in the notebook's folder (looked for once)."""
+        """The pack question ``question`` is, when a pack is in use (:meth:`pack_in_use`)."""
+        pack = self.pack_in_use()
+        return pack.find(question) if pack is not None else None
+
+    def pack_in_use(self) -> TutorPack | None:
+        """The tutor pack: loaded with ``%pal_pack``, named by the teacher's policy, or the one pack in
+        the notebook's folder (looked for once)."""
         if self.pack is None and not self._pack_sought:
             self._pack_sought = True
             if self.policy.pack:  # the teacher named it: a broken one is an error to fix
@@ -143,7 +148,7 @@ class NotebookRuntime:
                     self.pack = TutorPack.load(beside)
                 except PalError as exc:  # a stray file must not stop tutoring: the live tutor answers
                     log.warning("Not using the tutor pack found beside the notebook: %s", exc)
-        return self.pack.find(question) if self.pack is not None else None
+        return self.pack
 
     @property
     def classlog(self) -> ClassLog:

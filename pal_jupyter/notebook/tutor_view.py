@@ -80,10 +80,7 @@ def run_tutor(runtime: NotebookRuntime, request: Request) -> None:
     for program in session.programs:
         log.attempt(question_id, error_type=program.error_type, succeeded=program.good,
                     seconds=round(program.generate_s + program.execute_s, 2), details={"by": "tutor"})
-    plan.question_id, plan.origin, plan.widget, plan.started = question_id, request.origin, widget, time.time()
-    runtime.tutor_plan = plan
-    if widget is not None:
-        widget.plan = plan  # its "Next hint" button reveals this question's hints, whatever is asked later
+    _open(runtime, request, plan, widget, question_id)
     if not plan.solvable:
         log.gave_up(question_id, tutor_solved=False)
         _say(widget, CANNOT_SOLVE)
@@ -96,8 +93,22 @@ def run_tutor(runtime: NotebookRuntime, request: Request) -> None:
     log.record("question", question_id, tutor_solved=True, agreement=session.agreement,
                details={"ready": True, "hint_cap": cap})
     _say(widget, f"I have worked it out. Hints available: {cap} level(s). Try it yourself first!")
-    for _ in range(max(1, min(request.hint_level or 1, cap))):
-        reveal_next(runtime, from_button=widget is not None, plan=plan)
+    _reveal_first(runtime, request, plan, levels=cap)
+
+
+def _open(runtime: NotebookRuntime, request: Request, plan: TutorPlan, widget: TutorWidget | None,
+          question_id: str) -> None:
+    """Make ``plan`` the open tutor question: ``%pal_hint``, ``--check`` and ``%pal_explain`` use it."""
+    plan.question_id, plan.origin, plan.widget, plan.started = question_id, request.origin, widget, time.time()
+    runtime.tutor_plan = plan
+    if widget is not None:
+        widget.plan = plan  # its "Next hint" button reveals this question's hints, whatever is asked later
+
+
+def _reveal_first(runtime: NotebookRuntime, request: Request, plan: TutorPlan, levels: int) -> None:
+    """The hints shown at once: the first, or up to ``--hint-level`` (at most ``levels``)."""
+    for _ in range(max(1, min(request.hint_level or 1, levels))):
+        reveal_next(runtime, from_button=plan.widget is not None, plan=plan)
 
 
 def _widget(runtime: NotebookRuntime, request: Request) -> TutorWidget | None:
@@ -118,15 +129,11 @@ def _from_pack(runtime: NotebookRuntime, request: Request, match: PackMatch, cap
     question_id = _new_id("q")
     runtime.classlog.question(question_id, request.question, tutor_solved=True,
                               details={"ready": True, "hint_cap": cap, "pack": plan.pack})
-    plan.question_id, plan.origin, plan.widget, plan.started = question_id, request.origin, widget, time.time()
-    runtime.tutor_plan = plan
-    if widget is not None:
-        widget.plan = plan
+    _open(runtime, request, plan, widget, question_id)
     took = "" if match.exact else f"I took this for your teacher's question {prepared.id}: \"{prepared.question}\" "
     _say(widget, f"{took}Your teacher prepared hints for this question: {len(plan.hints)} level(s). "
                  "Try it yourself first!")
-    for _ in range(max(1, min(request.hint_level or 1, len(plan.hints)))):
-        reveal_next(runtime, from_button=widget is not None, plan=plan)
+    _reveal_first(runtime, request, plan, levels=len(plan.hints))
 
 
 def unsure_message(vote: Vote) -> str:
