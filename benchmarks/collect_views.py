@@ -14,7 +14,8 @@ llama.cpp's own counts. The views: ``plain`` (the baseline, greedy zero-shot, th
 questions ``fixed`` and ``inline`` (the fixed examples; then the idioms most like the question) and
 ``fix``/``fixidioms`` (the repair of a failed ``fixed`` program); for word problems ``words`` and
 ``reasoned`` (a program after them); samples ``t07``, ``t04``, ``t04f``, ``t04n`` (the ``t04`` ones
-only where the greedy views disagree; ``t04!`` always). Collect ``terse`` and ``fixed,fix`` in passes
+only where the greedy views disagree; ``t04!`` always; ``words?`` only where they agree, to check an
+agreement). Collect ``terse`` and ``fixed,fix`` in passes
 of their own; remove ``~/.cache/pal-jupyter/prompts`` first to collect what a machine's first
 session reads. Each view in full: docs/benchmarks.md; the choices it led to: docs/decisions.md.
 """
@@ -116,7 +117,8 @@ def collect_question(backend: Any, pool: KernelPool, row: dict[str, Any], seed: 
                           idioms=name == "fixidioms")
             if fix is not None:
                 views[name] = fix
-    if not data and "words" in wanted:  # in the programs' slot, after them: only its opening is read
+    asks_words = "words" in wanted or ("words?" in wanted and _agree(views))  # words?: only where the views agree
+    if not data and asks_words:  # in the programs' slot, after them: only its opening is read
         words = _ask(backend, reasoning.words_messages(question), 1,
                      GenerationOptions(max_new_tokens=reasoning.WORDS_TOKENS, temperature=0.0,
                                        stop_after_code=False), None, variables, key=product_views.SHOTS.cache_key)

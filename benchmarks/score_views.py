@@ -206,6 +206,24 @@ def _first_stands(first: str, second: str, third: str | None, escalate: str | No
     return rule
 
 
+def _confirmed(first: str, second: str, check: str) -> Rule:
+    """Two greedy views, the first that worked stands (as ``_careful`` without samples); an answer they
+    agree on is sure only when ``check`` (collected where they agree: ``words?``) ends on it too."""
+    pair_rule = _careful(first, second, None)
+
+    def rule(views: dict[str, list[Candidate]], record: dict[str, Any]) -> tuple[Any, bool, list[str]]:
+        winner, sure, used = pair_rule(views, record)
+        if not sure:
+            return winner, False, used
+        if check not in views:
+            MISSING_SAMPLES.add(record["i"])
+            return winner, False, used
+        checked, _, _ = _vote(views[check][:1])
+        return winner, checked is not None and checked.program.program_answer.same_as(winner.program.program_answer), \
+            [*used, check]
+    return rule
+
+
 def _then_each(first: str, second: str, later: Sequence[str]) -> Rule:
     """Two greedy views; when they agree, done and sure; when they do not, the first of them that
     worked stands (not sure). When neither worked, each of the ``later`` views in turn, until one
@@ -252,26 +270,30 @@ SINGLES = {
 
 
 #: Two greedy views, and the view whose samples join them when they disagree.
-PAIRS = (("shots", "zero", "t04"), ("shots", "plain", "t04"), ("shots", "terse", "t04"), ("shots", "reasoned", "t04"),
+PAIRS = (("plain", "shots", "t04"),
+         ("shots", "zero", "t04"), ("shots", "plain", "t04"), ("shots", "terse", "t04"), ("shots", "reasoned", "t04"),
          ("zero", "reasoned", "t04"), ("shots", "words", "t04"), ("zero", "words", "t04"), ("reasoned", "shots", "t04"),
          ("reasoned", "words", "t04"), ("fixed", "zero", "t04f"), ("fixed", "zero", "t04"), ("shots", "fixed", "t04"),
          ("inline", "zero", "t04n"), ("fixed", "zero", "t04n"), ("fixed", "terse", "t04n"), ("inline", "terse", "t04n"))
 
 
-def _rules(collected: set[str]) -> dict[str, Rule]:
-    """The rules the ``collected`` views can price (samples count as collected where any question has them)."""
-    rules: dict[str, Rule] = {label: _single(view) for view, label in SINGLES.items() if view in collected}
+def _rules(collected: set[str], conditional: set[str] | frozenset[str] = frozenset()) -> dict[str, Rule]:
+    """The rules the ``collected`` views can price (samples count as collected where any question has them;
+    a view ``conditional`` on the others, collected only where they agree or disagree, is no rule alone)."""
+    rules: dict[str, Rule] = {label: _single(view) for view, label in SINGLES.items()
+                              if view in collected and view not in conditional}
     for first, second, samples in PAIRS:
-        if not {first, second} <= collected:
+        if not {first, second} <= collected - conditional:
             continue
-        # shots+terse, stop: the product's plan for word problems (views.WORD_PLAN); `fixed` is a data view
-        default = " (the default)" if (first, second) == ("shots", "terse") and "fixed" not in collected else ""
-        rules[f"{first}+{second}, stop{default}"] = _careful(first, second, None)
+        rules[f"{first}+{second}, stop"] = _careful(first, second, None)
         if samples in collected:
             for weight in (1.0, 2.0):
                 rules[f"{first}+{second}, else +4 x {samples} (greedy x{weight:g})"] = _careful(
                     first, second, samples, 4, weight)
             rules[f"{first}+{second}, else +2 x {samples}"] = _careful(first, second, samples, 2)
+    if {"plain", "shots", "words"} <= collected:
+        # the product's plan for word problems (views.WORD_PLAN: its zero view asks plain's prompt, code only)
+        rules["plain+shots, stop, sure only if the words agree (the default)"] = _confirmed("plain", "shots", "words")
     if {"shots", "zero", "words", "t04"} <= collected:
         rules["shots+zero, else words decide, else +4 x t04"] = _tiebreak("shots", "zero", "words", "t04")
         rules["shots+words+zero all agree, else +4 x t04"] = _three("shots", "words", "zero", "t04")
@@ -393,9 +415,10 @@ def score(paths: Sequence[str], rates: dict[str, Any] | None = None) -> None:
         print(f"{'rule':<58} {'right':>9} {'s mean':>7} {'median':>7} {'p90':>6} {'tokens':>7} {'sure':>5} {'sure right':>10}")
         candidates = [(r, _candidates(r, frames)) for r in chosen]
         every = set.intersection(*(set(r["views"]) for r in chosen))
-        # views collected only where a rule can want them (samples, a repair): collected if any question has them
-        conditional = {v for r in chosen for v in r["views"] if v in SAMPLED_FROM or v in REPAIRS}
-        for name, rule in _rules(every | conditional).items():
+        # views collected only where a rule can want them (samples, a repair, words?): collected if any
+        # question has them
+        conditional = {v for r in chosen for v in r["views"] if v in SAMPLED_FROM or v in REPAIRS or v == "words"}
+        for name, rule in _rules(every | conditional, conditional - every).items():
             right, seconds, tokens, sure, sure_right = 0, [], [], 0, 0
             MISSING_SAMPLES.clear()
             for record, views in candidates:

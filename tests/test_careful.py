@@ -25,19 +25,42 @@ def pool():
         yield pool
 
 
-def test_two_programs_that_agree_are_sure_and_nothing_more_is_written(pool):
-    model = ScriptedBackend([fenced("print(60 * 2.5)"), fenced("print(150.0)")])
+WORDS_150 = "60 miles each hour for 2.5 hours is 60 x 2.5 = 150 miles.\nAnswer: 150"
+
+
+def test_two_programs_that_agree_and_the_words_that_end_on_their_answer_are_sure(pool):
+    model = ScriptedBackend([fenced("print(60 * 2.5)"), fenced("print(150.0)"), WORDS_150])
     session = solve("How far does a car go at 60 mph in 2.5 hours?", model=model, executor=pool)
-    assert model.batch_sizes == [1, 1]  # the worked-examples program, then the zero-shot one: no words
-    shots, zero = model.calls
+    assert model.batch_sizes == [1, 1, 1]  # the plainest program, the worked examples' one, then the words
+    zero, shots, words = model.calls
+    assert zero == prompts.pal_messages(session.question, style="chat-0shot")  # the baseline's own prompt
     assert shots == prompts.pal_messages(session.question, style=prompts.WORD_PROBLEM_STYLE)
-    assert zero == prompts.pal_messages(session.question, style=prompts.ZERO_STYLE)
-    assert all(o.code_only and o.temperature_for(1) == 0 for o in model.options)
-    assert [o.cache_key for o in model.options] == ["shots", "zero"]
-    assert [a.view for a in session.programs] == ["shots", "zero"] and session.second_opinion is None
+    assert words[:-1] == shots and words[-1]["role"] == "assistant"  # one prompt: only the reply's opening is new
+    assert [o.code_only for o in model.options] == [True, True, False]
+    assert all(o.temperature_for(1) == 0 for o in model.options)
+    assert [o.cache_key for o in model.options] == ["zero", "shots", "shots"]
+    assert [a.view for a in session.programs] == ["zero", "shots"]
+    assert session.second_opinion is not None and session.second_opinion.answer.text == "150"
     assert session.vote.votes == 2 and session.vote.candidates == 2 and session.confidence == "high"
-    assert session.answer == "150.0"
-    assert doubt_message(session) == "2 of 2 programs, written independently, agree on this answer."
+    assert session.answer == "150.0" and not session.words_disagreed
+    assert doubt_message(session) == ("2 of 2 programs, written independently, agree on this answer. Worked out in "
+                                      "words, the answer is also 150.")
+
+
+@pytest.mark.parametrize("words, ended", [
+    ("60 x 2 = 120 miles.\nAnswer: 120", " Worked out in words, the answer is 120, not 150.0: one of the two has a "
+                                          "wrong step."),
+    ("The car goes far.", " Worked out in words, the question came to no answer."),
+])
+def test_two_programs_that_agree_where_the_words_end_elsewhere_are_shown_for_checking(pool, words, ended):
+    """Two programs of a small model share slips that the words less often repeat: their answer stands,
+    shown for checking, never as sure."""
+    model = ScriptedBackend([fenced("print(60 * 2.5)"), fenced("print(150.0)"), words])
+    session = solve("How far does a car go at 60 mph in 2.5 hours?", model=model, executor=pool)
+    assert session.answer == "150.0" and session.words_disagreed and session.vote.confidence == "high"
+    assert session.confidence == "medium"
+    assert doubt_message(session) == (f"2 of 2 programs, written independently, agree on this answer.{ended} Check "
+                                      "the steps before you rely on it.")
 
 
 def test_two_programs_that_agree_on_a_negative_count_are_shown_for_checking_not_as_sure(pool):
@@ -60,7 +83,8 @@ def test_two_programs_that_agree_on_a_negative_count_are_shown_for_checking_not_
      {"sales": pd.DataFrame({"units": [3, 1]})}),
 ])
 def test_an_answer_of_a_shape_the_question_allows_stays_sure(pool, question, answer, variables):
-    model = ScriptedBackend([fenced(answer), fenced(answer)])
+    words = f"Answer: {answer[6:-1]}"  # a word problem's agreeing views are checked in words
+    model = ScriptedBackend([fenced(answer), fenced(answer), words])
     session = solve(question, model=model, executor=pool, variables=variables)
     assert session.doubt is None and session.confidence == "high"
 
@@ -196,7 +220,7 @@ def test_a_failing_view_is_repaired_once_greedily_when_nothing_works(pool):
                                                                               "content": first.completion}
     assert "undefined_total" in repair.messages[-1]["content"] and \
         repair.messages[-1]["content"].endswith(prompts.REPAIR_REQUEST)
-    assert model.options[-1].cache_key == first.cache_key == "shots" and repair.cache_key == "shots"
+    assert model.options[-1].cache_key == first.cache_key == "zero" and repair.cache_key == "zero"
 
 
 def test_a_row_number_printed_for_a_name_is_refused_and_the_name_wins(pool):

@@ -125,6 +125,18 @@ def test_an_nbgrader_solution_is_the_verified_program_and_its_value_the_key(pool
     assert pack_path_for(tmp_path / "week1.ipynb").name == "week1.pal-pack.json"
 
 
+@pytest.mark.parametrize("printed, right, wrong", [
+    ("print('Girls:', girls)", "360", "240"),  # a label: the key is the number, as a student's is read
+    ("print(f'{girls:.0f} girls')", "There are 360.0 girls", "361"),
+    ("print('March', 2024)", "March 2024", "April 2024"),  # not a labelled number: the line is the key
+])
+def test_a_teachers_labelled_answer_keys_its_number(pool, printed, right, wrong):
+    question = AssignmentQuestion("girls", QUESTION, answer=None, setup=["boys = 240"],
+                                  solution=f"total = boys / 0.4\ngirls = total - boys\n{printed}")
+    key, _ = teachers_key(question, pool)
+    assert key is not None and key.matches(right) and not key.matches(wrong)
+
+
 def test_an_assignment_that_is_not_one_is_one_clear_line(tmp_path):
     (tmp_path / "bad.jsonl").write_text('{"question": "What is 2 + 2?"}\n')
     with pytest.raises(PalError, match="line 1: each line needs a 'question' and its 'answer'"):

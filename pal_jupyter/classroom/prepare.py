@@ -43,6 +43,10 @@ SEARCH: tuple[tuple[str, dict[str, Any]], ...] = (
                                                   "prompt_style": "chat-0shot"}),
 )
 _GIVEN = re.compile(r"\d[\d,]*(?:\.\d+)?|\.\d+")
+_NUMBER = r"(?P<number>[-+]?\$?[\d,]*\.?\d+)\s*%?"
+#: A teacher's printed answer that is a number with a label ("Girls: 360", "total = $12.50") or a
+#: unit ("360 girls"): the key is the number, as the tutor reads a student's printed answer.
+_LABELLED = (re.compile(rf"[^\d:=]*[:=]\s*{_NUMBER}\s*[A-Za-z ]*"), re.compile(rf"{_NUMBER}\s+[A-Za-z][A-Za-z ]*"))
 MUTATIONS = 4  # the question's numbers varied, at most, to see the answer follow them
 
 
@@ -112,8 +116,15 @@ def teachers_key(question: AssignmentQuestion, pool: KernelPool) -> tuple[Answer
         why = f"it stopped with {result.error.ename}" if result.error else "it printed nothing and assigns no name"
         return None, Verification(problem=f"The teacher's solution gave no answer: {why}.")
     answer = printed.splitlines()[-1].strip()
-    key = AnswerKey.of(answer, name=name)
+    key = AnswerKey.of(_key_answer(answer), name=name)
     return key, Verification(program=solution, by=TEACHER, value=parse_number(answer) if key.kind == "number" else None)
+
+
+def _key_answer(line: str) -> float | str:
+    """The answer in the teacher's last printed line: the number of a labelled one, else the line."""
+    match = next((m for pattern in _LABELLED if (m := pattern.fullmatch(line))), None)
+    number = parse_number(match.group("number")) if match else None
+    return number if number is not None else line
 
 
 def find_program(question: str, key: AnswerKey, backend: ModelBackend, pool: KernelPool,

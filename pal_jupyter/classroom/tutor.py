@@ -122,6 +122,9 @@ def prepare_hints(plan: TutorPlan, backend: ModelBackend, cap: int, generation: 
     if not plan.solvable or not program:
         return
     answers = [p.program_answer for p in plan.session.programs if p.program_answer is not None]
+    opinion = plan.session.second_opinion  # the words' answer is a candidate answer too
+    if opinion is not None and opinion.answer is not None:
+        answers.append(opinion.answer)
     plan.hints = hint_ladder(plan.question, program, plan.answer_value, backend, cap, generation, others=answers)
 
 

@@ -293,10 +293,15 @@ class Session:
     vote: Vote | None = None  # the tally of the round that ended the question
     weak_votes: list[WeakVote] = field(default_factory=list)  # why more programs were written
     views_disagreed: bool = False  # the careful method's two first views did not agree (engine.views)
+    # A word problem's two agreeing views were checked in words (Plan.confirm_in_words), and the words
+    # ended elsewhere or on nothing: the answer is shown for checking, not as sure.
+    words_disagreed: bool = False
     # Why an answer the programs agree on is still to be checked, without a gold answer
     # (engine.vote.doubt_about): e.g. a word problem asking "how many" answered with -19.
     doubt: str | None = None
-    second_opinion: SecondOpinion | None = None  # the words answer asked for when programs disagreed
+    # the words answer asked for when programs disagreed (the vote method), or to check two that agree
+    # on a word problem (the careful method)
+    second_opinion: SecondOpinion | None = None
     data_look: DataLook | None = None  # what a look at the data printed, when programs about it disagreed
     context: PromptContext | None = None  # what the model was shown before the question (a notebook's cells)
 
@@ -345,7 +350,7 @@ class Session:
         # 11 on GSM8K, and on the DataFrame suite one of them was wrong (docs/decisions.md, "Sure
         # only when the first views agree"). Such an answer is shown for checking, never as sure; so is
         # one the programs agree on but the question seldom has (``doubt``).
-        if (self.views_disagreed or self.doubt is not None) and self.vote.confidence == "high":
+        if (self.views_disagreed or self.words_disagreed or self.doubt is not None) and self.vote.confidence == "high":
             return "medium"
         return self.vote.confidence
 

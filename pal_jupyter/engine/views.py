@@ -4,14 +4,17 @@ A question is first answered by two greedy programs from prompts that share no w
 :class:`Plan` of two views), each asked for the code alone (the reply begins with the code fence and
 stops at the closing one), written at once (llama.cpp decodes them as one batch) and run together:
 
-* a word problem: one program after worked examples, one from none;
+* a word problem: one program from no worked examples (the plainest prompt: its answer stands when the
+  two disagree), one after worked examples;
 * a question about the user's data, a chart included: one after four fixed pandas examples, one from the
   data described alone; the data comes before the question in both, so that the next question about the
   same data reads only itself (the first view keeps a cache slot per set of data: :meth:`View.cache_key_for`).
 
 When the two agree, the answer is shown as sure (unless of a shape the question seldom has:
-:func:`.vote.doubt_about`). When they disagree, the first view whose program worked stands, never shown as
-sure (:attr:`~.records.Session.confidence`), and nothing more is written. When both failed, a chart gets a
+:func:`.vote.doubt_about`); a word problem's only when the question worked out in words ends on it too
+(two programs of a small model share slips that the words less often repeat). When they disagree, the
+first view whose program worked stands, never shown as sure (:attr:`~.records.Session.confidence`),
+and nothing more is written. When both failed, a chart gets a
 third greedy program after the idioms most like it, placed after the data in the first view's slot
 (:data:`IDIOMS`); then the loop repairs a failed program. Nothing is sampled: on 2 CPU cores five programs
 cost about 2.5 times one, and on questions about data the 1.5B model's samples are worse than its greedy
@@ -20,6 +23,7 @@ one. What was measured, and tried instead: docs/decisions.md, "Careful first: tw
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -73,12 +77,16 @@ class Plan:
 
     ``worked_stands``: when the two views disagree and a program of theirs worked (it ran, and its
     answer is on target), the answer of the first that worked is shown, as not sure, and nothing more
-    is written; only when both failed is ``then`` asked. A plan without ``then`` stops at its two views."""
+    is written; only when both failed is ``then`` asked. A plan without ``then`` stops at its two views.
+
+    ``confirm_in_words``: an answer the two views agree on is shown as sure only when the question
+    worked out in words (:mod:`.reasoning`, in the worked examples' slot) ends on it too."""
 
     first: View
     second: View
     then: View | None = None
     worked_stands: bool = False
+    confirm_in_words: bool = False
 
     @property
     def views(self) -> tuple[View, View]:
@@ -86,7 +94,8 @@ class Plan:
 
 
 SHOTS = View("shots", "worked examples, one greedy program", style=prompts.WORD_PROBLEM_STYLE)
-ZERO = View("zero", "no worked examples, the code alone asked for, one greedy program", style=prompts.ZERO_STYLE)
+ZERO = View("zero", "no worked examples (the plainest prompt), the code alone asked for, one greedy program",
+            style=prompts.ZERO_STYLE)
 DATA_FIXED = View("fixed", "four fixed pandas examples, the data before the question, one greedy program",
                   style=prompts.DATA_FIXED_STYLE, cache="data", slot_per_data=True)
 DATA_ZERO = View("zero", "the data described, no worked examples, the code alone asked for, one greedy program",
@@ -95,7 +104,7 @@ IDIOMS = View("idioms", "the fixed pandas examples, the data, then the idioms li
               "program", style=prompts.IDIOMS_STYLE, cache="data", slot_per_data=True)
 
 #: A word problem; a question about the user's data (``--use``); a chart of it.
-WORD_PLAN = Plan(SHOTS, ZERO)
+WORD_PLAN = Plan(ZERO, SHOTS, confirm_in_words=True)
 DATA_PLAN = Plan(DATA_FIXED, DATA_ZERO, worked_stands=True)
 CHART_PLAN = Plan(DATA_FIXED, DATA_ZERO, then=IDIOMS, worked_stands=True)
 
@@ -103,12 +112,16 @@ CHART_PLAN = Plan(DATA_FIXED, DATA_ZERO, then=IDIOMS, worked_stands=True)
 def plan_for(question: str, variables: Mapping[str, Any] | None, style: str | None = None) -> Plan:
     """How ``question`` is asked: a word problem (no ``variables``), a question about data, or one that
     asks for a chart of it (:func:`~pal_jupyter.prompts.asks_for_chart`). A chosen prompt ``style`` (an
-    adapter's own, or the caller's) replaces the first view's worked examples; the second view stays
-    independent of it."""
+    adapter's own, or the caller's) replaces the view with worked examples (a word problem's second, a
+    data question's first); the other view stays independent of it. A style one of the views already
+    asks in (an adapter trained on the plainest prompt) leaves the plan as it is: two views of one
+    prompt would agree on every slip."""
     plan = WORD_PLAN if not variables else CHART_PLAN if prompts.asks_for_chart(question) else DATA_PLAN
-    if style is None or style == plan.first.style:
+    styled = plan.second if plan is WORD_PLAN else plan.first
+    if style is None or style in (plan.first.style, plan.second.style):
         return plan
-    return Plan(View(plan.first.name, f"prompt style {style}, one greedy program", style=style), plan.second)
+    restyled = View(styled.name, f"prompt style {style}, one greedy program", style=style)
+    return dataclasses.replace(plan, second=restyled) if plan is WORD_PLAN else Plan(restyled, plan.second)
 
 
 def view_messages(view: View, question: str, variables: Mapping[str, Any] | None,

@@ -337,8 +337,11 @@ def more_programs_reason(vote: Vote, count: int) -> str:
 
 
 def reasoning_reason(vote: Vote) -> str:
-    """Why the question is worked out in words: 'only 2 of 5 programs agree (on 60): working it out in words'."""
+    """Why the question is worked out in words: 'only 2 of 5 programs agree (on 60): working it out in words',
+    or, to check two programs that agree, '2 of 2 programs agree (on 60): checking it worked out in words'."""
     on = f" (on {vote.winner.answer.text})" if vote.winner is not None else ""
+    if vote.winner is not None and vote.votes == vote.candidates:
+        return f"{vote.votes} of {vote.candidates} programs agree{on}: checking it worked out in words"
     return f"only {vote.votes} of {vote.candidates} programs agree{on}: working it out in words"
 
 
@@ -392,6 +395,10 @@ def doubt_message(session: Session) -> str:
     if session.doubt is not None and vote.confidence == "high" and not session.views_disagreed:
         return (f"{vote.votes} of {vote.candidates} programs, written independently, {agreeing}, but "
                 f"{session.doubt}: check the steps before you rely on it.{words}")
+    if session.words_disagreed and vote.confidence == "high":
+        ended = words or " Worked out in words, the question came to no answer."
+        return (f"{vote.votes} of {vote.candidates} programs, written independently, {agreeing}.{ended} "
+                "Check the steps before you rely on it.")
     if confidence == "high":
         return f"{vote.votes} of {vote.candidates} programs, written independently, {agreeing}.{words}"
     if confidence == "medium":

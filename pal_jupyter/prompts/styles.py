@@ -212,8 +212,11 @@ DEFAULT_STYLE = "chat-2shot"
 #: where it read the whole question again (docs/decisions.md, "One prompt, two forms"). Not for the vote
 #: method: a reply not begun with the fence may come in words.
 WORD_PROBLEM_STYLE = "chat-2forms"
-#: The careful method's second view of a word problem: no worked examples, the code alone asked for.
-ZERO_STYLE = "chat-0terse"
+#: The careful method's first view of a word problem: the plainest prompt, no worked examples (the
+#: baseline's own), its code alone asked for. Its answer stands when the two views disagree: no rule
+#: for choosing between them beat it on GSM8K questions nobody tuned on (docs/decisions.md, "The
+#: plain program answers word problems").
+ZERO_STYLE = "chat-0shot"
 #: For questions about the user's variables (``--use``) in the vote method: measured on the DataFrame
 #: suite (docs/decisions.md, "Prompts for questions about your data").
 DATA_STYLE = "data-similar"
