@@ -1,6 +1,6 @@
 """Score selection rules offline on the views ``collect_views.py`` collected: right, seconds, tokens, sure.
 
-    python benchmarks/score_views.py FILE [FILE ...] [--rates bench-results/rates.json]
+    python benchmarks/score_views.py FILE [FILE ...] [--rates bench-results/rates.json] [--rows 462-699]
 
 A question's lines are merged across FILEs (views collected in several passes). Each program's
 record is rebuilt and read with the product's own reading of answers, its off-target checks and its
@@ -224,6 +224,24 @@ def _confirmed(first: str, second: str, check: str) -> Rule:
     return rule
 
 
+def _words_decide(first: str, second: str, words: str) -> Rule:
+    """Two greedy views; when both worked, ``words`` is asked too (the product's word problems,
+    ``Plan.ask_words``): an agreement is sure only when the words end on it, and a disagreement goes to
+    the view the words end on (else the first). When one failed, the other stands, not sure."""
+    def rule(views: dict[str, list[Candidate]], record: dict[str, Any]) -> tuple[Any, bool, list[str]]:
+        pair = views[first][:1] + views[second][:1]
+        if not all(c.program.good and c.program.program_answer is not None for c in pair):
+            return _first_good(pair), False, [first, second]
+        if words not in views:
+            MISSING_SAMPLES.add(record["i"])
+            return pair[0], False, [first, second]
+        said, _, _ = _vote(views[words][:1])
+        backed = [c for c in pair if said is not None and c.program.program_answer.same_as(said.program.program_answer)]
+        agreed = pair[0].program.program_answer.same_as(pair[1].program.program_answer)
+        return (backed or pair)[0], agreed and bool(backed), [first, second, words]
+    return rule
+
+
 def _then_each(first: str, second: str, later: Sequence[str]) -> Rule:
     """Two greedy views; when they agree, done and sure; when they do not, the first of them that
     worked stands (not sure). When neither worked, each of the ``later`` views in turn, until one
@@ -293,7 +311,8 @@ def _rules(collected: set[str], conditional: set[str] | frozenset[str] = frozens
             rules[f"{first}+{second}, else +2 x {samples}"] = _careful(first, second, samples, 2)
     if {"plain", "shots", "words"} <= collected:
         # the product's plan for word problems (views.WORD_PLAN: its zero view asks plain's prompt, code only)
-        rules["plain+shots, stop, sure only if the words agree (the default)"] = _confirmed("plain", "shots", "words")
+        rules["plain+shots, sure only if the words agree"] = _confirmed("plain", "shots", "words")
+        rules["plain+shots, the words check both (the default)"] = _words_decide("plain", "shots", "words")
     if {"shots", "zero", "words", "t04"} <= collected:
         rules["shots+zero, else words decide, else +4 x t04"] = _tiebreak("shots", "zero", "words", "t04")
         rules["shots+words+zero all agree, else +4 x t04"] = _three("shots", "words", "zero", "t04")
@@ -392,7 +411,16 @@ def _rules(collected: set[str], conditional: set[str] | frozenset[str] = frozens
     return rules
 
 
-def score(paths: Sequence[str], rates: dict[str, Any] | None = None) -> None:
+def _row_range(text: str) -> range:
+    """'462-699' -> the rows 462 to 699, both included (argparse's type for --rows)."""
+    first, _, last = text.partition("-")
+    try:
+        return range(int(first), int(last or first) + 1)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"rows are FIRST-LAST, e.g. 462-699, not {text!r}") from None
+
+
+def score(paths: Sequence[str], rates: dict[str, Any] | None = None, rows: range | None = None) -> None:
     from pal_jupyter.evaluation.dataframes import build_frames
 
     frames = build_frames()
@@ -405,7 +433,7 @@ def score(paths: Sequence[str], rates: dict[str, Any] | None = None) -> None:
                 merged[key]["views"].update(record["views"])
             else:
                 merged[key] = record
-    records = [merged[key] for key in sorted(merged)]
+    records = [merged[key] for key in sorted(merged) if rows is None or key[1] in rows]
     for suite in ("one-liners", "gsm8k", *DATA_SUITES):
         chosen = [r for r in records if r["suite"] == suite]
         if not chosen:
@@ -537,8 +565,9 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("files", nargs="+")
     parser.add_argument("--rates", help="price views by their token counts at these speeds (from calibrate)")
+    parser.add_argument("--rows", type=_row_range, help="only these rows, FIRST-LAST (a development or report part)")
     args = parser.parse_args()
-    score(args.files, json.loads(Path(args.rates).read_text()) if args.rates else None)
+    score(args.files, json.loads(Path(args.rates).read_text()) if args.rates else None, args.rows)
 
 
 if __name__ == "__main__":

@@ -90,15 +90,22 @@ def test_an_answer_of_a_shape_the_question_allows_stays_sure(pool, question, ans
 
 
 @pytest.mark.parametrize("samples", [4, 0])
-def test_two_programs_that_disagree_stop_there_and_the_first_views_answer_is_shown_in_doubt(pool, samples):
-    model = ScriptedBackend([fenced("print(60 + 2.5)"), fenced("print(60 * 2.5)")])
+@pytest.mark.parametrize("words, answer, says, note", [
+    ("60 x 2.5 = 150\nAnswer: 150", "150.0", "1 says 150.0 and 1 says 62.5",  # the words decide
+     " Worked out in words, the answer is also 150."),
+    ("60 + 2 = 62\nAnswer: 62", "62.5", "1 says 62.5 and 1 says 150.0",  # neither: the first view's stands
+     " Worked out in words, the answer is 62, not 62.5: one of the two has a wrong step."),
+])
+def test_two_programs_that_disagree_are_decided_by_the_words_and_shown_in_doubt(pool, samples, words, answer, says,
+                                                                               note):
+    model = ScriptedBackend([fenced("print(60 + 2.5)"), fenced("print(60 * 2.5)"), words])
     session = solve("How far?", model=model, executor=pool, samples=samples)
-    assert model.batch_sizes == [1, 1]  # no words, no samples, whatever ``samples`` says
-    assert session.answer == "62.5" and session.views_disagreed  # a tie goes to the first view
-    assert session.second_opinion is None and session.weak_votes == []
-    assert session.confidence == "low"
-    assert doubt_message(session) == ("I am not sure: the programs disagree (1 says 62.5 and 1 says 150.0). Check "
-                                      "the programs' steps yourself to see which answer is right.")
+    assert model.batch_sizes == [1, 1, 1]  # the words, no samples, whatever ``samples`` says
+    assert session.answer == answer and session.views_disagreed and not session.words_disagreed
+    assert session.second_opinion is not None and session.weak_votes == []
+    assert session.confidence == "low", "never sure after a disagreement, whatever the words say"
+    assert doubt_message(session) == (f"I am not sure: the programs disagree ({says}).{note} Check the programs' "
+                                      "steps yourself to see which answer is right.")
 
 
 def test_a_word_problem_whose_first_program_fails_keeps_the_second_programs_answer_in_doubt(pool):

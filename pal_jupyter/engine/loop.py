@@ -288,11 +288,11 @@ def _careful_round(session: Session, round_: _Round, index: int, messages: list[
     vote = session.vote
     agreed = vote is not None and vote.winner is not None and vote.votes == len(plan.views)
     session.views_disagreed = not agreed
-    # An agreement on a word problem is checked in words; not where a ``checker`` knows the answer
-    # (nothing is shown as sure then) or the answer is in doubt already.
-    if agreed and plan.confirm_in_words and round_.checker is None \
-            and doubt_about(vote.winner.answer, session.question, False) is None:
-        _confirm_in_words(session, round_, candidates, preferred)
+    # A word problem whose two programs worked is worked out in words: they check an agreement and
+    # break a disagreement. Not where a ``checker`` knows the answer, nor for an answer in doubt already.
+    if plan.ask_words and round_.checker is None and all(c.good for c in candidates) \
+            and not (agreed and doubt_about(vote.winner.answer, session.question, False) is not None):
+        _ask_words(session, round_, candidates, preferred, agreed)
     # The first view whose program worked keeps its answer (not sure): on the DataFrame suite the first
     # view was the right one each time the plain view disagreed, 11 of 11 in two collections, and the
     # idioms' program after a first view that failed changed no answer where the second worked
@@ -308,11 +308,13 @@ def _careful_round(session: Session, round_: _Round, index: int, messages: list[
     return candidates
 
 
-def _confirm_in_words(session: Session, round_: _Round, candidates: list[Program], preferred: int) -> None:
-    """The answer a word problem's two views agree on, checked by the question worked out in words (in
-    the worked examples' slot, whose prompt the words share up to the reply's opening): when the words
-    end elsewhere, or on nothing, it is shown for checking, not as sure (``Session.words_disagreed``).
-    Measured on GSM8K test rows 400-699: docs/decisions.md, "The plain program answers word problems"."""
+def _ask_words(session: Session, round_: _Round, candidates: list[Program], preferred: int, agreed: bool) -> None:
+    """A word problem's two programs, both worked, checked by the question worked out in words (in the
+    worked examples' slot, whose prompt the words share up to the reply's opening). An answer they
+    ``agreed`` on is shown for checking, not as sure, when the words end elsewhere or on nothing
+    (``Session.words_disagreed``); when they disagree, the words' answer joins the vote and breaks the
+    tie (else the first view's stands). Measured on GSM8K test rows 400-699: docs/decisions.md, "The
+    plain program answers word problems"."""
     vote = session.vote
     assert vote is not None and vote.winner is not None
     round_.observer.reasoning_started(session, vote)
@@ -321,12 +323,13 @@ def _confirm_in_words(session: Session, round_: _Round, candidates: list[Program
         words = round_.write_words(session, _notebook_text(session))
     except PalError as exc:  # the programs' answer stands, unchecked
         log.warning("No answer in words (%s); the programs' answer is not checked.", exc)
-        session.words_disagreed = True
+        session.words_disagreed = agreed
         return
     answer = reasoning.read_words_answer(words)
     session.second_opinion = SecondOpinion(vote.round, words.strip(), answer, time.perf_counter() - start, None)
     _join_round(session, round_, candidates, [], answer, preferred=preferred)
-    session.words_disagreed = session.vote is None or session.vote.winner is None or not session.vote.winner.words
+    winner = session.vote.winner if session.vote is not None else None
+    session.words_disagreed = agreed and (winner is None or not winner.words)
 
 
 def _write_views(session: Session, round_: _Round, chosen: Sequence[views.View], drawn: int,

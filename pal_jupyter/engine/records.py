@@ -293,7 +293,7 @@ class Session:
     vote: Vote | None = None  # the tally of the round that ended the question
     weak_votes: list[WeakVote] = field(default_factory=list)  # why more programs were written
     views_disagreed: bool = False  # the careful method's two first views did not agree (engine.views)
-    # A word problem's two agreeing views were checked in words (Plan.confirm_in_words), and the words
+    # A word problem's two agreeing views were checked in words (Plan.ask_words), and the words
     # ended elsewhere or on nothing: the answer is shown for checking, not as sure.
     words_disagreed: bool = False
     # Why an answer the programs agree on is still to be checked, without a gold answer

@@ -13,8 +13,8 @@ stops at the closing one), written at once (llama.cpp decodes them as one batch)
 When the two agree, the answer is shown as sure (unless of a shape the question seldom has:
 :func:`.vote.doubt_about`); a word problem's only when the question worked out in words ends on it too
 (two programs of a small model share slips that the words less often repeat). When they disagree, the
-first view whose program worked stands, never shown as sure (:attr:`~.records.Session.confidence`),
-and nothing more is written. When both failed, a chart gets a
+first view whose program worked stands, never shown as sure (:attr:`~.records.Session.confidence`);
+for a word problem whose two programs both worked, the other's answer when the words end on it. When both failed, a chart gets a
 third greedy program after the idioms most like it, placed after the data in the first view's slot
 (:data:`IDIOMS`); then the loop repairs a failed program. Nothing is sampled: on 2 CPU cores five programs
 cost about 2.5 times one, and on questions about data the 1.5B model's samples are worse than its greedy
@@ -79,14 +79,15 @@ class Plan:
     answer is on target), the answer of the first that worked is shown, as not sure, and nothing more
     is written; only when both failed is ``then`` asked. A plan without ``then`` stops at its two views.
 
-    ``confirm_in_words``: an answer the two views agree on is shown as sure only when the question
-    worked out in words (:mod:`.reasoning`, in the worked examples' slot) ends on it too."""
+    ``ask_words``: when both views' programs worked, the question is worked out in words
+    (:mod:`.reasoning`, in the worked examples' slot): an answer the two agree on is shown as sure only
+    when the words end on it too, and when they disagree the words break the tie (never sure)."""
 
     first: View
     second: View
     then: View | None = None
     worked_stands: bool = False
-    confirm_in_words: bool = False
+    ask_words: bool = False
 
     @property
     def views(self) -> tuple[View, View]:
@@ -104,7 +105,7 @@ IDIOMS = View("idioms", "the fixed pandas examples, the data, then the idioms li
               "program", style=prompts.IDIOMS_STYLE, cache="data", slot_per_data=True)
 
 #: A word problem; a question about the user's data (``--use``); a chart of it.
-WORD_PLAN = Plan(ZERO, SHOTS, confirm_in_words=True)
+WORD_PLAN = Plan(ZERO, SHOTS, ask_words=True)
 DATA_PLAN = Plan(DATA_FIXED, DATA_ZERO, worked_stands=True)
 CHART_PLAN = Plan(DATA_FIXED, DATA_ZERO, then=IDIOMS, worked_stands=True)
 
