@@ -313,8 +313,8 @@ def _ask_words(session: Session, round_: _Round, candidates: list[Program], pref
     worked examples' slot, whose prompt the words share up to the reply's opening). An answer they
     ``agreed`` on is shown for checking, not as sure, when the words end elsewhere or on nothing
     (``Session.words_disagreed``); when they disagree, the words' answer joins the vote and breaks the
-    tie (else the first view's stands). Measured on GSM8K test rows 400-699: docs/decisions.md, "The
-    plain program answers word problems"."""
+    tie (else the first view's stands). Measured on GSM8K test rows 400-611: docs/decisions.md, "The
+    plain program answers word problems; the words check it"."""
     vote = session.vote
     assert vote is not None and vote.winner is not None
     round_.observer.reasoning_started(session, vote)

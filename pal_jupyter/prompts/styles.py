@@ -213,9 +213,10 @@ DEFAULT_STYLE = "chat-2shot"
 #: method: a reply not begun with the fence may come in words.
 WORD_PROBLEM_STYLE = "chat-2forms"
 #: The careful method's first view of a word problem: the plainest prompt, no worked examples (the
-#: baseline's own), its code alone asked for. Its answer stands when the two views disagree: no rule
-#: for choosing between them beat it on GSM8K questions nobody tuned on (docs/decisions.md, "The
-#: plain program answers word problems").
+#: baseline's own), its code alone asked for. Its answer stands when the two views disagree, unless
+#: the question worked out in words backs the other: no rule choosing between the two programs alone
+#: beat it on GSM8K questions nobody tuned on (docs/decisions.md, "The plain program answers word
+#: problems; the words check it").
 ZERO_STYLE = "chat-0shot"
 #: For questions about the user's variables (``--use``) in the vote method: measured on the DataFrame
 #: suite (docs/decisions.md, "Prompts for questions about your data").
