@@ -317,16 +317,13 @@ def _ask_words(session: Session, round_: _Round, candidates: list[Program], pref
     plain program answers word problems; the words check it"."""
     vote = session.vote
     assert vote is not None and vote.winner is not None
-    round_.observer.reasoning_started(session, vote)
-    start = time.perf_counter()
-    try:
-        words = round_.write_words(session, _notebook_text(session))
-    except PalError as exc:  # the programs' answer stands, unchecked
-        log.warning("No answer in words (%s); the programs' answer is not checked.", exc)
+    written = _work_out_in_words(session, round_, vote)
+    if written is None:  # the programs' answer stands, unchecked
         session.words_disagreed = agreed
         return
+    words, seconds = written
     answer = reasoning.read_words_answer(words)
-    session.second_opinion = SecondOpinion(vote.round, words.strip(), answer, time.perf_counter() - start, None)
+    session.second_opinion = SecondOpinion(vote.round, words.strip(), answer, seconds, None)
     _join_round(session, round_, candidates, [], answer, preferred=preferred)
     winner = session.vote.winner if session.vote is not None else None
     session.words_disagreed = agreed and (winner is None or not winner.words)
@@ -396,14 +393,10 @@ def _reason_first(session: Session, round_: _Round, candidates: list[Program], s
     assert vote is not None and vote.winner is not None
     weak = WeakVote(vote.round, vote.votes, vote.candidates, vote.winner.answer, time.perf_counter() - start, 1,
                     how="reason")
-    round_.observer.reasoning_started(session, vote)
-    words_start = time.perf_counter()
-    try:
-        words = round_.write_words(session, _notebook_text(session))
-    except PalError as exc:  # the programs' answer stands; more programs may still follow
-        log.warning("No answer in words (%s); going on without it.", exc)
+    written = _work_out_in_words(session, round_, vote)
+    if written is None:  # the programs' answer stands; more programs may still follow
         return
-    seconds = time.perf_counter() - words_start
+    words, seconds = written
     session.weak_votes.append(weak)
     reasoned = round_.run(vote.round, reasoning.program_messages(session.question, words, _notebook_text(session)),
                           session.question, drawn=len(candidates), count=1, kind="reasoned")
@@ -411,6 +404,19 @@ def _reason_first(session: Session, round_: _Round, candidates: list[Program], s
                             reasoned[0].sample)
     session.second_opinion = opinion
     _join_round(session, round_, candidates, reasoned, opinion.answer)
+
+
+def _work_out_in_words(session: Session, round_: _Round, vote: Vote) -> tuple[str, float] | None:
+    """The question worked out in words (streamed to the observer) and the seconds it took; None,
+    logged, when the model gave none."""
+    round_.observer.reasoning_started(session, vote)
+    start = time.perf_counter()
+    try:
+        words = round_.write_words(session, _notebook_text(session))
+    except PalError as exc:
+        log.warning("No answer in words (%s); going on without it.", exc)
+        return None
+    return words, time.perf_counter() - start
 
 
 def _join_round(session: Session, round_: _Round, candidates: list[Program], extra: list[Program],
